@@ -1,0 +1,86 @@
+import type { RecordedEvent } from '../typing/index.js';
+
+/** One delivery of an event to a consumer. */
+export interface Delivery {
+  event: RecordedEvent;
+  /** 1 on the first delivery, then 2, 3, … on redeliveries. */
+  deliveryCount: number;
+  /** Tells the bus the handler is still working, so the delivery is not redelivered meanwhile. */
+  working(): void;
+  /** Set when this delivery is an operator's replay of a dead letter. */
+  replayOf?: string;
+}
+
+/** A consumer's handler. Throwing means "not handled": the bus redelivers, then dead-letters. */
+export type EventHandler = (delivery: Delivery) => Promise<void>;
+
+/** Which events a consumer receives. Subjects carry tenant and category, so both filter at the server. */
+export interface ConsumerFilter {
+  tenantId?: string;
+  category?: string;
+}
+
+/** A durable consumer's settings. Instances with the same name share the work. */
+export interface ConsumerOptions {
+  /** Durable name: letters, digits, `_` and `-`. */
+  name: string;
+  filter?: ConsumerFilter;
+  /** Deliveries before the event is dead-lettered. Default 5. */
+  maxDeliver?: number;
+  /** Delays before each redelivery (the last one repeats). Default [200, 1000, 5000]. */
+  backoffMs?: number[];
+  /** How long a delivery may go without ack or `working()` before redelivery. Default 30 s. */
+  ackWaitMs?: number;
+  /**
+   * `inbox` (default): an event this consumer already handled (by event id) is acked without
+   * calling the handler again. `none`: the handler does its own idempotency (e.g. a version check).
+   */
+  idempotency?: 'inbox' | 'none';
+  /** Where a new durable starts: every event still on the bus (`all`, default) or only new ones. */
+  deliverFrom?: 'all' | 'new';
+}
+
+/** A running consumer. */
+export interface Consumer {
+  readonly name: string;
+  /** Stops fetching, lets the handler in progress finish, and resolves. */
+  stop(): Promise<void>;
+}
+
+/** An event a consumer failed `maxDeliver` times, kept for an operator to inspect and replay. */
+export interface DeadLetter {
+  id: string;
+  consumer: string;
+  tenantId: string;
+  event: RecordedEvent;
+  error: string;
+  deliveryCount: number;
+  deadAt: string;
+  replayedAt?: string;
+}
+
+/** Dead-letter records (MongoDB in production, memory in dev). */
+export interface DeadLetterStore {
+  record(deadLetter: DeadLetter): Promise<void>;
+  list(options?: { consumer?: string; tenantId?: string; includeReplayed?: boolean; limit?: number }): Promise<DeadLetter[]>;
+  get(id: string): Promise<DeadLetter | undefined>;
+  markReplayed(id: string, at: string): Promise<void>;
+}
+
+/** Remembers which events a consumer has handled, for idempotent handling across redeliveries. */
+export interface Inbox {
+  has(consumer: string, eventId: string): Promise<boolean>;
+  record(consumer: string, eventId: string): Promise<void>;
+}
+
+/** The event bus port: the NATS JetStream adapter and the in-process bus pass one contract suite. */
+export interface EventBus {
+  /** Publishes recorded events in order; the bus deduplicates by event id. */
+  publish(events: RecordedEvent[]): Promise<void>;
+  consume(options: ConsumerOptions, handler: EventHandler): Promise<Consumer>;
+  readonly deadLetters: DeadLetterStore;
+  /** Redelivers a dead letter to its consumer (once more), and marks it replayed when handled. */
+  replayDeadLetter(id: string): Promise<void>;
+  /** Stops every consumer (letting handlers finish) and closes connections. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,5 @@
+export * from './errors/index.js';
+export * from './typing/index.js';
+export * from './event-store/index.js';
+export * from './bus/index.js';
+export * from './decider/index.js';

@@ -1,0 +1,28 @@
+let lastMs = 0;
+let seq = 0;
+
+const random = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n));
+
+/** A UUIDv7: time-ordered, so ids sort by creation and index well. Monotonic within a process. */
+export const uuidv7 = (): string => {
+  let ms = Date.now();
+  if (ms <= lastMs) {
+    ms = lastMs;
+    seq = (seq + 1) & 0xfff;
+    if (seq === 0) ms = ++lastMs;
+  } else {
+    lastMs = ms;
+    const r = random(2);
+    seq = ((r[0]! << 8) | r[1]!) & 0x7ff;
+  }
+  const bytes = random(16);
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = ms % 256;
+    ms = Math.floor(ms / 256);
+  }
+  bytes[6] = 0x70 | ((seq >> 8) & 0x0f);
+  bytes[7] = seq & 0xff;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+};

@@ -1,0 +1,3 @@
+export * from './event.js';
+export * from './stream-name.js';
+export * from './ids.js';
