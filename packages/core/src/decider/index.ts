@@ -1,1 +1,2 @@
-export {};
+export * from './decider.js';
+export * from './command-handler.js';

@@ -1,1 +1,3 @@
 export * from './event-store.js';
+export * from './append-guard.js';
+export * from './in-memory-event-store.js';

@@ -1,0 +1,245 @@
+import type { Collection, Db } from 'mongodb';
+import { MongoClient } from 'mongodb';
+import { ConcurrencyError, UnavailableError, ValidationError } from '../errors/index.js';
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ExpectedVersion,
+  ReadAllOptions,
+  ReadAllPage,
+  ReadStreamOptions,
+  SnapshotStore,
+} from '../event-store/index.js';
+import { prepareAppend, versionMismatch } from '../event-store/index.js';
+import type { EventData, RecordedEvent } from '../typing/index.js';
+import { uuidv7 } from '../typing/index.js';
+import type { CommitDocument, LogPageDocument } from './commit-document.js';
+import { toRecordedEvents } from './commit-document.js';
+import { ensureIndexes } from './ensure-indexes.js';
+import { isDuplicateKey } from './mongo-errors.js';
+import { MongoSequencer } from './mongo-sequencer.js';
+import { MongoSnapshotStore } from './mongo-snapshot-store.js';
+import { StreamBoundaries } from './stream-boundaries.js';
+
+/** Collection names of the event log; a prefix lets several logs share one database. */
+export interface MongoEventStoreOptions {
+  collectionPrefix?: string;
+  /** Commits placed per sequencer round. */
+  sequencerBatchSize?: number;
+}
+
+const MAX_ANY_RETRIES = 100;
+
+/**
+ * The event log on MongoDB (and FerretDB): one document per commit, a unique index on
+ * (tenant, stream, fromVersion) for optimistic concurrency, payloads as JSON text. Uses nothing
+ * beyond what FerretDB 1.24 serves: no transactions, no change streams.
+ */
+export class MongoEventStore implements EventStore {
+  readonly snapshots: SnapshotStore;
+  private readonly commits: Collection<CommitDocument>;
+  private readonly pages: Collection<LogPageDocument>;
+  private readonly sequencer: MongoSequencer;
+  private readonly boundaries = new StreamBoundaries();
+  private waiters: Array<() => void> = [];
+  private ownedClient: MongoClient | undefined;
+
+  constructor(
+    readonly db: Db,
+    options: MongoEventStoreOptions = {},
+  ) {
+    const prefix = options.collectionPrefix ?? '';
+    this.commits = db.collection<CommitDocument>(`${prefix}commits`);
+    this.pages = db.collection<LogPageDocument>(`${prefix}log_pages`);
+    this.snapshots = new MongoSnapshotStore(db.collection(`${prefix}snapshots`));
+    this.sequencer = new MongoSequencer(this.commits, this.pages, options.sequencerBatchSize);
+  }
+
+  /** Connects to `url` (database from the URL path, or `dbName`), creates indexes, and owns the client. */
+  static async connect(url: string, options: MongoEventStoreOptions & { dbName?: string } = {}): Promise<MongoEventStore> {
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    try {
+      await client.connect();
+    } catch (error) {
+      throw new UnavailableError('cannot reach MongoDB', { cause: error });
+    }
+    const store = new MongoEventStore(client.db(options.dbName), options);
+    store.ownedClient = client;
+    await store.init();
+    return store;
+  }
+
+  /** Creates the indexes the invariants rely on; idempotent. */
+  async init(): Promise<void> {
+    await ensureIndexes(this.commits, [
+      { key: { t: 1, s: 1, f: 1 }, name: 'stream_from_version', unique: true },
+      { key: { t: 1, s: 1, v: 1 }, name: 'stream_to_version' },
+      { key: { q: 1, at: 1 }, name: 'unsequenced' },
+      { key: { g: 1 }, name: 'global_position' },
+      { key: { t: 1, g: 1 }, name: 'tenant_global_position' },
+    ]);
+    await (this.snapshots as MongoSnapshotStore).init();
+  }
+
+  async append(
+    tenantId: string,
+    streamName: string,
+    events: EventData[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
+    const expected = options.expectedVersion ?? 'any';
+    const prepared = prepareAppend(tenantId, streamName, events, expected);
+    const commitId = options.commitId ?? uuidv7();
+    const _id = `${tenantId}:${commitId}`;
+    const at = new Date().toISOString();
+
+    for (let attempt = 0; attempt < MAX_ANY_RETRIES; attempt++) {
+      const head = await this.headFor(tenantId, streamName, expected, attempt > 0);
+      if (head !== undefined && versionMismatch(expected, head)) {
+        const replay = await this.replay(_id, tenantId, streamName);
+        if (replay) return replay;
+        throw new ConcurrencyError(streamName, expected, head);
+      }
+      const from = (head ?? (expected as number)) + 1;
+      const doc: CommitDocument = {
+        _id,
+        t: tenantId,
+        s: streamName,
+        c: commitId,
+        f: from,
+        v: from + prepared.length - 1,
+        e: prepared.map((p) => ({ i: p.eventId, y: p.type, d: p.dataJson, m: p.metadataJson })),
+        at,
+        q: 1,
+      };
+      try {
+        await this.commits.insertOne(doc);
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw new UnavailableError('append failed', { cause: error });
+        const replay = await this.replay(_id, tenantId, streamName);
+        if (replay) return replay;
+        if (expected === 'any' || expected === 'exists') continue;
+        throw new ConcurrencyError(streamName, expected, await this.streamVersion(tenantId, streamName));
+      }
+      this.boundaries.add(tenantId, streamName, doc.v);
+      this.wake();
+      return {
+        commitId,
+        fromVersion: doc.f,
+        nextExpectedVersion: doc.v,
+        events: toRecordedEvents(doc),
+        idempotentReplay: false,
+      };
+    }
+    throw new ConcurrencyError(streamName, expected, undefined);
+  }
+
+  async read(tenantId: string, streamName: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const from = options.fromVersion ?? 1;
+    const to = options.toVersion ?? Number.MAX_SAFE_INTEGER;
+    const docs = await this.commits
+      .find({ t: tenantId, s: streamName, v: { $gte: from }, f: { $lte: to } })
+      .sort({ f: 1 })
+      .toArray();
+    const events: RecordedEvent[] = [];
+    for (const doc of docs) {
+      this.boundaries.add(tenantId, streamName, doc.v);
+      for (const e of toRecordedEvents(doc)) if (e.version >= from && e.version <= to) events.push(e);
+    }
+    return events;
+  }
+
+  async streamVersion(tenantId: string, streamName: string): Promise<number> {
+    const last = await this.commits
+      .find({ t: tenantId, s: streamName }, { projection: { v: 1 } })
+      .sort({ f: -1 })
+      .limit(1)
+      .next();
+    if (last) this.boundaries.add(tenantId, streamName, last.v);
+    return last?.v ?? 0;
+  }
+
+  async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
+    const after = options.after ?? 0;
+    const limit = options.limit ?? 1000;
+    if (!Number.isSafeInteger(after) || after < 0) throw new ValidationError('invalid position', { field: 'after' });
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new ValidationError('invalid limit', { field: 'limit' });
+    const filter = options.scope === 'all-tenants' ? {} : { t: options.scope.tenantId };
+    // A commit's first event may be at or before `after` only if the page started mid-commit:
+    // pages end on commit boundaries, so `g > after` finds exactly the commits not yet read.
+    const docs = await this.commits
+      .find({ ...filter, g: { $gt: after } })
+      .sort({ g: 1 })
+      .limit(limit)
+      .toArray();
+    const events: RecordedEvent[] = [];
+    let lastPosition = after;
+    for (const doc of docs) {
+      if (events.length >= limit) break;
+      events.push(...toRecordedEvents(doc));
+      lastPosition = doc.g! + doc.v - doc.f;
+    }
+    return { events, lastPosition };
+  }
+
+  sequence(): Promise<number> {
+    return this.sequencer.run();
+  }
+
+  waitForAppend(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.waiters = this.waiters.filter((w) => w !== done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      signal?.addEventListener('abort', done);
+      this.waiters.push(done);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.wake();
+    await this.ownedClient?.close();
+  }
+
+  /** The head to append after: a known boundary when the expectation allows it, else read. */
+  private async headFor(
+    tenantId: string,
+    streamName: string,
+    expected: ExpectedVersion,
+    reread: boolean,
+  ): Promise<number | undefined> {
+    if (expected === 'no_stream') return 0;
+    if (typeof expected === 'number') {
+      return this.boundaries.has(tenantId, streamName, expected) ? expected : this.streamVersion(tenantId, streamName);
+    }
+    const known = reread ? undefined : this.boundaries.head(tenantId, streamName);
+    return known ?? this.streamVersion(tenantId, streamName);
+  }
+
+  /** The result of an earlier commit with this id, when this append is a retry of it. */
+  private async replay(_id: string, tenantId: string, streamName: string): Promise<AppendResult | undefined> {
+    const doc = await this.commits.findOne({ _id });
+    if (!doc) return undefined;
+    if (doc.s !== streamName || doc.t !== tenantId) {
+      throw new ValidationError(`commit id ${doc.c} was used for another stream`, { field: 'commitId' });
+    }
+    return {
+      commitId: doc.c,
+      fromVersion: doc.f,
+      nextExpectedVersion: doc.v,
+      events: toRecordedEvents(doc),
+      idempotentReplay: true,
+    };
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}

@@ -1,0 +1,48 @@
+import type { Collection } from 'mongodb';
+import type { Snapshot, SnapshotStore } from '../event-store/index.js';
+
+interface SnapshotDocument {
+  _id: string;
+  t: string;
+  s: string;
+  name: string;
+  version: number;
+  /** The state as JSON text, for the same reason as event payloads. */
+  state: string;
+  at: string;
+}
+
+/** Snapshots on MongoDB: a cache beside the log, safe to delete at any time. */
+export class MongoSnapshotStore implements SnapshotStore {
+  constructor(private readonly snapshots: Collection<SnapshotDocument>) {}
+
+  async init(): Promise<void> {
+    await this.snapshots.createIndex({ t: 1, s: 1 }, { name: 'stream' });
+  }
+
+  async load<State>(tenantId: string, streamName: string, name: string): Promise<Snapshot<State> | undefined> {
+    const doc = await this.snapshots.findOne({ _id: JSON.stringify([tenantId, streamName, name]) });
+    return doc ? { name: doc.name, version: doc.version, state: JSON.parse(doc.state) as State } : undefined;
+  }
+
+  async save<State>(tenantId: string, streamName: string, snapshot: Snapshot<State>): Promise<void> {
+    const _id = JSON.stringify([tenantId, streamName, snapshot.name]);
+    await this.snapshots.replaceOne(
+      { _id },
+      {
+        t: tenantId,
+        s: streamName,
+        name: snapshot.name,
+        version: snapshot.version,
+        state: JSON.stringify(snapshot.state),
+        at: new Date().toISOString(),
+      },
+      { upsert: true },
+    );
+  }
+
+  async delete(tenantId?: string, streamName?: string): Promise<void> {
+    const filter = tenantId === undefined ? {} : streamName === undefined ? { t: tenantId } : { t: tenantId, s: streamName };
+    await this.snapshots.deleteMany(filter);
+  }
+}
