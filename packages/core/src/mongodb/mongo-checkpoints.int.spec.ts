@@ -1,0 +1,39 @@
+import { mongoUrlFor, uniqueName } from '@keel/testkit';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MongoCheckpointStore, MongoLeaseStore } from './mongo-checkpoints.js';
+
+describe('MongoDB checkpoints and leases', () => {
+  let client: MongoClient;
+  beforeAll(async () => {
+    client = await new MongoClient(mongoUrlFor(uniqueName('ckpt'))).connect();
+  });
+  afterAll(async () => {
+    await client.db().dropDatabase();
+    await client.close();
+  });
+
+  it('a checkpoint starts at 0 and never moves backwards', async () => {
+    const checkpoints = new MongoCheckpointStore(client.db());
+    expect(await checkpoints.load('relay')).toBe(0);
+    await checkpoints.save('relay', 40);
+    await checkpoints.save('relay', 12);
+    expect(await checkpoints.load('relay')).toBe(40);
+    expect(await checkpoints.load('other')).toBe(0);
+  });
+
+  it('one live lease at a time; it expires, and its owner may renew or release it', async () => {
+    const leases = new MongoLeaseStore(client.db());
+    const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => leases.tryAcquire('job', `p${i}`, 60_000)));
+    expect(racers.filter(Boolean)).toHaveLength(1);
+    const holder = `p${racers.indexOf(true)}`;
+    expect(await leases.tryAcquire('job', holder, 60_000)).toBe(true);
+    expect(await leases.tryAcquire('job', 'intruder', 60_000)).toBe(false);
+    await leases.release('job', 'intruder');
+    expect(await leases.tryAcquire('job', 'intruder', 60_000)).toBe(false);
+    await leases.release('job', holder);
+    expect(await leases.tryAcquire('job', 'intruder', 50)).toBe(true);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await leases.tryAcquire('job', holder, 60_000)).toBe(true);
+  });
+});

@@ -1,0 +1,2 @@
+export * from './ports.js';
+export * from './outbox-relay.js';

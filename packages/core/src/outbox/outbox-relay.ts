@@ -1,0 +1,136 @@
+import type { EventBus } from '../bus/index.js';
+import type { EventStore } from '../event-store/index.js';
+import { uuidv7 } from '../typing/index.js';
+import type { CheckpointStore, LeaseStore } from './ports.js';
+
+/** Minimal logger shape, so the core stays free of a logging library. */
+export interface RelayLogger {
+  info(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Settings of the outbox relay. */
+export interface OutboxRelayOptions {
+  store: EventStore;
+  bus: EventBus;
+  checkpoints: CheckpointStore;
+  leases: LeaseStore;
+  /** Checkpoint and lease name; one relay per log. Default `outbox`. */
+  name?: string;
+  /** Events published per round. Default 500. */
+  batchSize?: number;
+  /** How long an idle relay sleeps before looking again (an append in this process wakes it). */
+  idleMs?: number;
+  leaseTtlMs?: number;
+  logger?: RelayLogger;
+}
+
+/** What the relay has done, for metrics and readiness. */
+export interface RelayStats {
+  published: number;
+  position: number;
+  rounds: number;
+  holdsLease: boolean;
+  lastError?: string;
+}
+
+/**
+ * The outbox: moves every committed event from the log to the bus, in global order, at least
+ * once (the bus deduplicates by event id). It resumes from a durable checkpoint, so an event
+ * committed by a process that died before publishing is published by whichever relay runs next.
+ */
+export class OutboxRelay {
+  readonly stats: RelayStats = { published: 0, position: 0, rounds: 0, holdsLease: false };
+  private readonly owner = uuidv7();
+  private readonly name: string;
+  private readonly batchSize: number;
+  private readonly idleMs: number;
+  private readonly leaseTtlMs: number;
+  private running: Promise<void> | undefined;
+  private readonly abort = new AbortController();
+  private leaseCheckedAt = 0;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.name = options.name ?? 'outbox';
+    this.batchSize = options.batchSize ?? 500;
+    this.idleMs = options.idleMs ?? 100;
+    this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
+  }
+
+  /** Starts the relay loop in the background. */
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Stops the loop after its current round, publishes what is still pending, releases the lease. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running;
+    if (this.stats.holdsLease) {
+      await this.drain().catch((error: unknown) => this.options.logger?.error({ err: error }, 'outbox flush failed'));
+      await this.options.leases.release(this.name, this.owner).catch(() => undefined);
+      this.stats.holdsLease = false;
+    }
+  }
+
+  /** Runs rounds until nothing is left to sequence or publish (regardless of the lease). */
+  async drain(): Promise<void> {
+    while ((await this.round()) > 0);
+  }
+
+  /** One round: sequence, read a page after the checkpoint, publish it, save the checkpoint. */
+  async round(): Promise<number> {
+    const { store, bus, checkpoints } = this.options;
+    const placed = await store.sequence();
+    const after = await checkpoints.load(this.name);
+    const page = await store.readAll({ after, limit: this.batchSize, scope: 'all-tenants' });
+    if (page.events.length > 0) await bus.publish(page.events);
+    if (page.lastPosition > after) await checkpoints.save(this.name, page.lastPosition);
+    this.stats.published += page.events.length;
+    this.stats.position = page.lastPosition;
+    this.stats.rounds++;
+    return placed + page.events.length;
+  }
+
+  private async loop(): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      try {
+        if (!(await this.holdLease())) {
+          await sleep(this.leaseTtlMs / 4, signal);
+          continue;
+        }
+        if ((await this.round()) === 0) await this.options.store.waitForAppend(this.idleMs, signal);
+        delete this.stats.lastError;
+      } catch (error) {
+        this.stats.lastError = error instanceof Error ? error.message : String(error);
+        this.options.logger?.error({ err: error }, 'outbox round failed; retrying');
+        await sleep(500, signal);
+      }
+    }
+  }
+
+  private async holdLease(): Promise<boolean> {
+    const now = Date.now();
+    if (this.stats.holdsLease && now - this.leaseCheckedAt < this.leaseTtlMs / 3) return true;
+    const held = await this.options.leases.tryAcquire(this.name, this.owner, this.leaseTtlMs);
+    if (held !== this.stats.holdsLease) {
+      this.options.logger?.info({ relay: this.name, held }, held ? 'outbox lease acquired' : 'outbox lease held elsewhere');
+    }
+    this.stats.holdsLease = held;
+    this.leaseCheckedAt = now;
+    return held;
+  }
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
