@@ -3,3 +3,4 @@ export * from './typing/index.js';
 export * from './event-store/index.js';
 export * from './bus/index.js';
 export * from './decider/index.js';
+export * from './outbox/index.js';

@@ -2,3 +2,4 @@ export * from './mongo-event-store.js';
 export * from './mongo-snapshot-store.js';
 export * from './mongo-errors.js';
 export * from './ensure-indexes.js';
+export * from './mongo-checkpoints.js';
