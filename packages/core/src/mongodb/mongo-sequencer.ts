@@ -84,7 +84,7 @@ export class MongoSequencer {
       for (const n of needCheck) if (!placed.has(`${n.t}\u0000${n.s}`)) blocked.add(`${n.t}\u0000${n.s}`);
     }
     // Keep the batch's arrival order across streams, but each stream's own commits in version order.
-    const next = new Map([...byStream].map(([k, list]) => [k, 0]));
+    const next = new Map([...byStream.keys()].map((k) => [k, 0]));
     const ordered: CommitDocument[] = [];
     for (const c of batch) {
       const key = `${c.t}\u0000${c.s}`;
