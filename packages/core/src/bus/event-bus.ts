@@ -20,7 +20,19 @@ export interface ConsumerFilter {
   category?: string;
 }
 
-/** A durable consumer's settings. Instances with the same name share the work. */
+/**
+ * A durable consumer's settings. Instances with the same name share the work.
+ *
+ * Ordering (both adapters, `maxInFlight` 1, the default): the consumer has at most one event
+ * outstanding across all its instances, so it handles events one at a time in publish order.
+ * An event whose handler fails stays outstanding until its redelivery (after the backoff)
+ * succeeds, and an event whose handler's process died stays outstanding until `ackWaitMs`
+ * expires, so no later event (of any stream) is handled before it: per-stream order holds after
+ * errors and crashes too. Two exceptions: once an event is dead-lettered the later events go on
+ * without it (the stream has a gap for this consumer), and a replayed dead letter arrives after
+ * events published before the replay. With `maxInFlight` above 1 events are handled concurrently
+ * and there is no order guarantee: handlers must then check versions.
+ */
 export interface ConsumerOptions {
   /** Durable name: letters, digits, `_` and `-`. */
   name: string;
@@ -38,6 +50,12 @@ export interface ConsumerOptions {
   idempotency?: 'inbox' | 'none';
   /** Where a new durable starts: every event still on the bus (`all`, default) or only new ones. */
   deliverFrom?: 'all' | 'new';
+  /**
+   * Events outstanding (delivered, not yet acked) at once across all instances (JetStream
+   * `max_ack_pending`). 1 (default) keeps the order described above; more trades order for
+   * throughput.
+   */
+  maxInFlight?: number;
 }
 
 /** A running consumer. */
@@ -61,8 +79,15 @@ export interface DeadLetter {
 
 /** Dead-letter records (MongoDB in production, memory in dev). */
 export interface DeadLetterStore {
+  /** Stores the record, replacing one with the same id (a replay that failed again). */
   record(deadLetter: DeadLetter): Promise<void>;
-  list(options?: { consumer?: string; tenantId?: string; includeReplayed?: boolean; limit?: number }): Promise<DeadLetter[]>;
+  /** Oldest first; replayed records only with `includeReplayed`; at most `limit` (default 100). */
+  list(options?: {
+    consumer?: string;
+    tenantId?: string;
+    includeReplayed?: boolean;
+    limit?: number;
+  }): Promise<DeadLetter[]>;
   get(id: string): Promise<DeadLetter | undefined>;
   markReplayed(id: string, at: string): Promise<void>;
 }
@@ -79,7 +104,10 @@ export interface EventBus {
   publish(events: RecordedEvent[]): Promise<void>;
   consume(options: ConsumerOptions, handler: EventHandler): Promise<Consumer>;
   readonly deadLetters: DeadLetterStore;
-  /** Redelivers a dead letter to its consumer (once more), and marks it replayed when handled. */
+  /**
+   * Redelivers a dead letter to its consumer only (with `maxDeliver` fresh attempts) and marks it
+   * replayed when handled. NotFoundError for an unknown id, PreconditionError when already replayed.
+   */
   replayDeadLetter(id: string): Promise<void>;
   /** Stops every consumer (letting handlers finish) and closes connections. */
   close(): Promise<void>;

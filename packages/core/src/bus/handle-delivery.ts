@@ -1,0 +1,135 @@
+import type { RecordedEvent } from '../typing/index.js';
+import { uuidv7 } from '../typing/index.js';
+import type { BusLogger } from './bus-logger.js';
+import { errorMessage } from './bus-logger.js';
+import type { ConsumerSettings } from './consumer-settings.js';
+import { backoffDelay } from './consumer-settings.js';
+import type { DeadLetterStore, EventHandler, Inbox } from './event-bus.js';
+
+/** One delivered message as an adapter sees it: the event plus the acknowledgement verbs. */
+export interface BusMessage {
+  event: RecordedEvent;
+  deliveryCount: number;
+  /** Set on a dead-letter replay: only this consumer handles it, every other one acks it. */
+  replayFor?: string;
+  replayOf?: string;
+  working(): void;
+  ack(): void;
+  nak(delayMs: number): void;
+  term(): void;
+}
+
+/** What a consumer instance handles its messages with. */
+export interface DeliveryContext {
+  settings: ConsumerSettings;
+  handler: EventHandler;
+  inbox: Inbox;
+  deadLetters: DeadLetterStore;
+  logger: BusLogger;
+}
+
+/** What became of one delivery. */
+export type DeliveryOutcome = 'handled' | 'skipped' | 'retry' | 'dead-lettered';
+
+/**
+ * The delivery rules both adapters share: replay targeting, inbox check, automatic `working()`,
+ * backoff on failure, and the dead letter on the last allowed delivery. Never throws.
+ */
+export const handleDelivery = async (
+  message: BusMessage,
+  context: DeliveryContext,
+): Promise<DeliveryOutcome> => {
+  const { settings, inbox, deadLetters } = context;
+  const { event } = message;
+  if (message.replayFor !== undefined && message.replayFor !== settings.name) {
+    message.ack();
+    return 'skipped';
+  }
+  if (message.deliveryCount > settings.maxDeliver) {
+    // The last allowed attempt left no outcome: its process died, or its dead letter was not stored.
+    const error = `delivery ${message.deliveryCount} is past maxDeliver ${settings.maxDeliver}: the last attempt left no outcome`;
+    return deadLetter(message, context, error);
+  }
+  let failure: unknown;
+  try {
+    if (settings.idempotency === 'inbox' && (await inbox.has(settings.name, event.eventId))) {
+      if (message.replayOf !== undefined)
+        await deadLetters.markReplayed(message.replayOf, new Date().toISOString());
+      message.ack();
+      return 'skipped';
+    }
+    await runKeepingAlive(message, settings.ackWaitMs, context.handler);
+    if (settings.idempotency === 'inbox') await inbox.record(settings.name, event.eventId);
+    if (message.replayOf !== undefined)
+      await deadLetters.markReplayed(message.replayOf, new Date().toISOString());
+    message.ack();
+    return 'handled';
+  } catch (error) {
+    failure = error;
+  }
+  const fields = {
+    consumer: settings.name,
+    eventId: event.eventId,
+    deliveryCount: message.deliveryCount,
+    err: failure,
+  };
+  if (message.deliveryCount >= settings.maxDeliver)
+    return deadLetter(message, context, errorMessage(failure));
+  context.logger.warn(fields, 'event handler failed; will redeliver');
+  message.nak(backoffDelay(settings.backoffMs, message.deliveryCount));
+  return 'retry';
+};
+
+/** Runs the handler, telling the bus it is alive every half ack wait so it is not redelivered. */
+const runKeepingAlive = async (
+  message: BusMessage,
+  ackWaitMs: number,
+  handler: EventHandler,
+): Promise<void> => {
+  const timer = setInterval(() => message.working(), Math.max(50, Math.floor(ackWaitMs / 2)));
+  try {
+    await handler({
+      event: message.event,
+      deliveryCount: message.deliveryCount,
+      working: () => message.working(),
+      ...(message.replayOf === undefined ? {} : { replayOf: message.replayOf }),
+    });
+  } finally {
+    clearInterval(timer);
+  }
+};
+
+const deadLetter = async (
+  message: BusMessage,
+  context: DeliveryContext,
+  error: string,
+): Promise<DeliveryOutcome> => {
+  const { settings } = context;
+  const { event } = message;
+  try {
+    await context.deadLetters.record({
+      // A replay that fails again updates its own record instead of adding a second one.
+      id: message.replayOf ?? uuidv7(),
+      consumer: settings.name,
+      tenantId: event.tenantId,
+      event,
+      error,
+      deliveryCount: message.deliveryCount,
+      deadAt: new Date().toISOString(),
+    });
+  } catch (storeError) {
+    // Keep the event: it comes back after the backoff and the dead letter is tried again.
+    context.logger.error(
+      { consumer: settings.name, eventId: event.eventId, err: storeError },
+      'dead letter not stored',
+    );
+    message.nak(backoffDelay(settings.backoffMs, message.deliveryCount));
+    return 'retry';
+  }
+  context.logger.warn(
+    { consumer: settings.name, eventId: event.eventId, deliveryCount: message.deliveryCount, error },
+    'event dead-lettered',
+  );
+  message.term();
+  return 'dead-lettered';
+};

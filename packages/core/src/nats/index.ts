@@ -1,0 +1,10 @@
+export { NatsEventBus } from './nats-event-bus.js';
+export type { NatsEventBusOptions } from './nats-event-bus.js';
+export { KeelHeaders } from './nats-headers.js';
+export {
+  DEFAULT_SUBJECT_PREFIX,
+  decodeSubjectToken,
+  encodeSubjectToken,
+  eventSubject,
+  filterSubject,
+} from './subjects.js';
