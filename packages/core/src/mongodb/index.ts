@@ -3,3 +3,5 @@ export * from './mongo-snapshot-store.js';
 export * from './mongo-errors.js';
 export * from './ensure-indexes.js';
 export * from './mongo-checkpoints.js';
+export * from './mongo-inbox.js';
+export * from './mongo-dead-letters.js';
