@@ -207,6 +207,21 @@ export const describeEventBusContract = (
       const [letter] = await bus.deadLetters.list({ consumer: failingName });
       expect(letter?.event.eventId).toBe(e1.eventId);
 
+      // A replay that fails again updates the same dead letter instead of adding one.
+      await bus.replayDeadLetter(letter!.id);
+      const replayAttempts = () => failing.attempts.filter((a) => a.replayOf === letter!.id);
+      await vi.waitFor(
+        () => expect(replayAttempts().map((a) => a.status)).toEqual(['failed', 'failed']),
+        WAIT,
+      );
+      await vi.waitFor(
+        async () => expect((await bus.deadLetters.get(letter!.id))?.deadAt).not.toBe(letter!.deadAt),
+        WAIT,
+      );
+      expect(await bus.deadLetters.list({ consumer: failingName, includeReplayed: true })).toMatchObject([
+        { id: letter!.id, error: 'broken', deliveryCount: 2 },
+      ]);
+
       broken = false;
       await bus.replayDeadLetter(letter!.id);
       await vi.waitFor(() => expect(failing.handledIds()).toEqual([e2.eventId, e1.eventId]), WAIT);

@@ -5,8 +5,12 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEventBusContract } from '../bus/event-bus.contract.js';
+import { EventTooLargeError } from '../errors/index.js';
 import { MongoDeadLetterStore, MongoEventStore, MongoInbox } from '../mongodb/index.js';
+import type { RecordedEvent } from '../typing/index.js';
+import { uuidv7 } from '../typing/index.js';
 import { NatsEventBus } from './nats-event-bus.js';
+import { eventSubject } from './subjects.js';
 
 const silent = { warn: () => {}, error: () => {} };
 const fileStream = uniqueName('NATS_BUS').toUpperCase();
@@ -91,6 +95,71 @@ describe('NatsEventBus on the server', () => {
     } finally {
       await first.close();
       await second.close();
+      await jsm.streams.delete(streamName);
+    }
+  });
+
+  it('publishes one message per event with its subject, id and headers; replays carry their target', async () => {
+    const streamName = `${fileStream}_WIRE`;
+    const subjectPrefix = `${filePrefix}.wire`;
+    const deadLetters = new MongoDeadLetterStore(mongo.db);
+    const bus = await NatsEventBus.connect({
+      servers: testInfra().natsUrl,
+      streamName,
+      subjectPrefix,
+      inbox: new MongoInbox(mongo.db),
+      deadLetters,
+      logger: silent,
+    });
+    try {
+      const event: RecordedEvent = {
+        eventId: uuidv7(),
+        type: 'InvoiceIssued',
+        data: { total: 12 },
+        metadata: {},
+        tenantId: 'acme',
+        streamName: 'invoice-2024/07 #1.a*b>c',
+        version: 7,
+        commitId: uuidv7(),
+        recordedAt: new Date().toISOString(),
+      };
+      await bus.publish([event, event]);
+      const stored = await jsm.streams.getMessage(streamName, { seq: 1 });
+      expect(stored?.subject).toBe(eventSubject(subjectPrefix, event));
+      expect(stored?.subject.split('.')).toHaveLength(subjectPrefix.split('.').length + 3);
+      expect(stored?.json()).toEqual(event);
+      const h = stored!.header;
+      expect([
+        h.get('Nats-Msg-Id'),
+        h.get('Keel-Event-Type'),
+        h.get('Keel-Tenant'),
+        h.get('Keel-Version'),
+      ]).toEqual([event.eventId, 'InvoiceIssued', 'acme', '7']);
+      expect(decodeURIComponent(h.get('Keel-Stream'))).toBe(event.streamName);
+      expect((await jsm.streams.info(streamName)).state.messages).toBe(1);
+
+      const id = uuidv7();
+      const deadAt = new Date().toISOString();
+      await deadLetters.record({
+        id,
+        consumer: 'billing',
+        tenantId: 'acme',
+        event,
+        error: 'x',
+        deliveryCount: 5,
+        deadAt,
+      });
+      await bus.replayDeadLetter(id);
+      const replay = await jsm.streams.getMessage(streamName, { seq: 2 });
+      expect(replay?.subject).toBe(stored?.subject);
+      expect(replay?.header.get('Keel-Replay-For')).toBe('billing');
+      expect(replay?.header.get('Keel-Replay-Of')).toBe(id);
+      expect(replay?.header.get('Nats-Msg-Id')).toMatch(new RegExp(`^replay-${id}-\\d+$`));
+
+      const huge = { ...event, eventId: uuidv7(), data: { blob: 'x'.repeat(admin.info!.max_payload) } };
+      await expect(bus.publish([huge])).rejects.toBeInstanceOf(EventTooLargeError);
+    } finally {
+      await bus.close();
       await jsm.streams.delete(streamName);
     }
   });

@@ -109,7 +109,9 @@ export class NatsEventBus implements EventBus {
   /**
    * Publishes one message per event, pipelined on one connection (sent in order, then every ack
    * awaited). On any failure it throws and the caller retries the batch: ids already stored are
-   * deduplicated within the duplicate window.
+   * deduplicated within the duplicate window. Should a middle message fail while later ones are
+   * stored (a timeout, not a lost connection), the retry stores it after them: the stream's order
+   * on the bus then differs from the log's, which is why consumers still check versions.
    */
   async publish(events: RecordedEvent[]): Promise<void> {
     this.#assertOpen();
