@@ -104,6 +104,16 @@ describe('a consumer process killed with SIGKILL in the middle of a handler', ()
       expect(account.total).toBe(own.reduce((sum, e) => sum + (e.data as { amount: number }).amount, 0));
       expect(account.effects).toEqual(Object.fromEntries(own.map((e) => [e.eventId, 1])));
     }
+    // Order held across the crash: the first process went in publish order up to the victim, and
+    // the second one started with the victim (it stayed outstanding until its ack wait expired).
+    const handledIds = (lines: string[]): string[] =>
+      lines.filter((l) => l.startsWith('handled ')).map((l) => l.split(' ')[1]!);
+    const upToVictim = events.slice(0, events.indexOf(victim) + 1).map((e) => e.eventId);
+    expect(handledIds(first.stdoutLines)).toEqual(upToVictim);
+    expect(handledIds(second.stdoutLines)).toEqual([
+      victim.eventId,
+      ...events.slice(events.indexOf(victim) + 1).map((e) => e.eventId),
+    ]);
     // Together the two processes handled every event; only the victim twice.
     const handled = [...first.stdoutLines, ...second.stdoutLines].filter((l) => l.startsWith('handled '));
     expect(handled.map((l) => l.split(' ')[1]).sort()).toEqual(
