@@ -1,0 +1,26 @@
+export { bootstrapService } from './bootstrap-service.js';
+export type { BootstrapOptions, RunningService } from './bootstrap-service.js';
+export {
+  ConfigError,
+  DEFAULT_GRPC_PORTS,
+  LOG_LEVELS,
+  SERVICE_NAMES,
+  grpcAddress,
+  loadConfig,
+} from './config.js';
+export type { KeelConfig, LogLevel, ServiceName } from './config.js';
+export { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, loadGrpcServing, protoRoot } from './grpc-server.js';
+export type { GrpcServiceDefinition, GrpcServing } from './grpc-server.js';
+export { createInfrastructure } from './infrastructure.js';
+export type { Infrastructure, InfrastructureKinds } from './infrastructure.js';
+export { REDACTED_PATHS, createLogger, withLogContext } from './logger.js';
+export type { KeelLogger, LogContext } from './logger.js';
+export { createMetrics } from './metrics.js';
+export type { MetricsRegistry } from './metrics.js';
+export { probeReadiness } from './readiness.js';
+export type { ProbeResult, ReadinessReport } from './readiness.js';
+export { KeelRuntimeModule, PinoNestLogger } from './runtime.module.js';
+export type { RuntimeProviders } from './runtime.module.js';
+export { SHUTDOWN_SIGNALS, exitOnSignal } from './shutdown.js';
+export { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS } from './tokens.js';
+export { TrackingEventBus } from './tracking-bus.js';

@@ -1,0 +1,144 @@
+import type { CheckpointStore, DeadLetterStore, EventBus, EventStore, Inbox, LeaseStore } from '@keel/core';
+import {
+  InMemoryCheckpointStore,
+  InMemoryDeadLetters,
+  InMemoryEventBus,
+  InMemoryEventStore,
+  InMemoryInbox,
+  InMemoryLeaseStore,
+  OutboxRelay,
+} from '@keel/core';
+import type { KeelConfig } from './config.js';
+import type { KeelLogger } from './logger.js';
+import type { ReadinessReport } from './readiness.js';
+import { probeReadiness } from './readiness.js';
+import { TrackingEventBus } from './tracking-bus.js';
+
+/** Which store and bus adapters a process runs on. */
+export interface InfrastructureKinds {
+  store: 'memory' | 'mongodb';
+  bus: 'memory' | 'nats';
+}
+
+/** The connections a service works with; one per process (shared by all five in the dev mode). */
+export interface Infrastructure {
+  readonly store: EventStore;
+  /** The bus; consumers started through it are drained first at shutdown. */
+  readonly bus: EventBus;
+  /** This process's outbox relay candidate (only the lease holder publishes). */
+  readonly relay: OutboxRelay;
+  readonly checkpoints: CheckpointStore;
+  readonly leases: LeaseStore;
+  readonly kinds: InfrastructureKinds;
+  /** Whether the store and the bus answer now. */
+  probe(timeoutMs?: number): Promise<ReadinessReport>;
+  /** Drains consumers, flushes the outbox, closes the bus then the store; logs each step. Idempotent. */
+  close(): Promise<void>;
+}
+
+interface Storage {
+  store: EventStore;
+  checkpoints: CheckpointStore;
+  leases: LeaseStore;
+  inbox: Inbox;
+  deadLetters: DeadLetterStore;
+}
+
+const connectStorage = async (config: KeelConfig): Promise<Storage> => {
+  if (config.mongodbUrl === undefined) {
+    return {
+      store: new InMemoryEventStore(),
+      checkpoints: new InMemoryCheckpointStore(),
+      leases: new InMemoryLeaseStore(),
+      inbox: new InMemoryInbox(),
+      deadLetters: new InMemoryDeadLetters(),
+    };
+  }
+  const mongo = await import('@keel/core/mongodb');
+  const store = await mongo.MongoEventStore.connect(config.mongodbUrl);
+  return {
+    store,
+    checkpoints: new mongo.MongoCheckpointStore(store.db),
+    leases: new mongo.MongoLeaseStore(store.db),
+    inbox: new mongo.MongoInbox(store.db),
+    deadLetters: new mongo.MongoDeadLetterStore(store.db),
+  };
+};
+
+const connectBus = async (config: KeelConfig, storage: Storage, logger: KeelLogger): Promise<EventBus> => {
+  const busLogger = logger.child({ component: 'bus' });
+  if (config.natsUrl === undefined) {
+    return new InMemoryEventBus({
+      inbox: storage.inbox,
+      deadLetters: storage.deadLetters,
+      logger: busLogger,
+    });
+  }
+  const { NatsEventBus } = await import('@keel/core/nats');
+  return NatsEventBus.connect({
+    servers: config.natsUrl.split(',').map((server) => server.trim()),
+    streamName: config.natsStream,
+    subjectPrefix: config.subjectPrefix,
+    inbox: storage.inbox,
+    deadLetters: storage.deadLetters,
+    connectionName: `keel-${config.service}-${process.pid}`,
+    logger: busLogger,
+  });
+};
+
+/**
+ * Connects the store (MongoDB when `MONGODB_URL` is set, else in memory) and the bus (NATS
+ * JetStream when `NATS_URL` is set, else in process), and starts this process's outbox relay.
+ */
+export async function createInfrastructure(config: KeelConfig, logger: KeelLogger): Promise<Infrastructure> {
+  const kinds: InfrastructureKinds = {
+    store: config.mongodbUrl === undefined ? 'memory' : 'mongodb',
+    bus: config.natsUrl === undefined ? 'memory' : 'nats',
+  };
+  const storage = await connectStorage(config);
+  let rawBus: EventBus;
+  try {
+    rawBus = await connectBus(config, storage, logger);
+  } catch (error) {
+    await storage.store.close().catch(() => undefined);
+    throw error;
+  }
+  const bus = new TrackingEventBus(rawBus);
+  const { store, checkpoints, leases } = storage;
+  const relay = new OutboxRelay({
+    store,
+    bus: rawBus,
+    checkpoints,
+    leases,
+    logger: logger.child({ component: 'outbox' }),
+  });
+  relay.start();
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    const consumers = await bus.stopConsumers();
+    logger.info({ step: 'consumers-drained', consumers }, 'shutdown: consumers drained');
+    await relay.stop();
+    logger.info(
+      { step: 'outbox-flushed', published: relay.stats.published, position: relay.stats.position },
+      'shutdown: outbox flushed',
+    );
+    await bus.close().catch((error: unknown) => logger.error({ err: error }, 'closing the bus failed'));
+    await store.close().catch((error: unknown) => logger.error({ err: error }, 'closing the store failed'));
+    logger.info(
+      { step: 'connections-closed', store: kinds.store, bus: kinds.bus },
+      'shutdown: connections closed',
+    );
+  };
+
+  return {
+    store,
+    bus,
+    relay,
+    checkpoints,
+    leases,
+    kinds,
+    probe: (timeoutMs) => probeReadiness(store, rawBus, kinds.bus, timeoutMs),
+    close: () => (closing ??= close()),
+  };
+}

@@ -1,0 +1,1 @@
+export { healthCheck, reflectedServices } from './grpc-probe.js';

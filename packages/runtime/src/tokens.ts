@@ -1,0 +1,11 @@
+/** Nest injection token of the service's `Infrastructure` (store, bus, relay). */
+export const KEEL_INFRA = Symbol.for('keel.infrastructure');
+
+/** Nest injection token of the service's `KeelConfig`. */
+export const KEEL_CONFIG = Symbol.for('keel.config');
+
+/** Nest injection token of the service's pino logger. */
+export const KEEL_LOGGER = Symbol.for('keel.logger');
+
+/** Nest injection token of the service's Prometheus registry. */
+export const KEEL_METRICS = Symbol.for('keel.metrics');

@@ -1,0 +1,59 @@
+import type {
+  Consumer,
+  ConsumerOptions,
+  DeadLetterStore,
+  EventBus,
+  EventHandler,
+  RecordedEvent,
+} from '@keel/core';
+
+/**
+ * An EventBus that remembers the consumers started through it, so a shutdown can drain them
+ * (let their handlers finish) before the outbox is flushed and the connection closed.
+ */
+export class TrackingEventBus implements EventBus {
+  readonly #consumers = new Set<Consumer>();
+
+  constructor(readonly inner: EventBus) {}
+
+  get deadLetters(): DeadLetterStore {
+    return this.inner.deadLetters;
+  }
+
+  /** How many consumers are running. */
+  get consumerCount(): number {
+    return this.#consumers.size;
+  }
+
+  publish(events: RecordedEvent[]): Promise<void> {
+    return this.inner.publish(events);
+  }
+
+  async consume(options: ConsumerOptions, handler: EventHandler): Promise<Consumer> {
+    const consumer = await this.inner.consume(options, handler);
+    const tracked: Consumer = {
+      name: consumer.name,
+      stop: async () => {
+        await consumer.stop();
+        this.#consumers.delete(tracked);
+      },
+    };
+    this.#consumers.add(tracked);
+    return tracked;
+  }
+
+  replayDeadLetter(id: string): Promise<void> {
+    return this.inner.replayDeadLetter(id);
+  }
+
+  /** Stops every consumer started through this bus, each letting its handler in progress finish. */
+  async stopConsumers(): Promise<number> {
+    const consumers = [...this.#consumers];
+    await Promise.all(consumers.map((consumer) => consumer.stop()));
+    return consumers.length;
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

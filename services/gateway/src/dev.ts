@@ -1,0 +1,74 @@
+// `npm start`: the dev mode. All five services in this one process, each with its own Nest
+// application and gRPC port, sharing one store and one bus (in memory unless MONGODB_URL /
+// NATS_URL are set). Services still meet only through gRPC and events, as when run apart.
+import { AgentModule } from '@keel/agent/module';
+import { AuditModule } from '@keel/audit/module';
+import { PricingModule } from '@keel/pricing/module';
+import type { BootstrapOptions, RunningService, ServiceName } from '@keel/runtime';
+import {
+  bootstrapService,
+  createInfrastructure,
+  createLogger,
+  exitOnSignal,
+  loadConfig,
+} from '@keel/runtime';
+import { ToolsModule } from '@keel/tools/module';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { GatewayModule } from './gateway.module.js';
+
+const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 'handleSignals'>[] = [
+  { service: 'gateway', module: GatewayModule, httpAdapter: () => new FastifyAdapter() },
+  { service: 'agent', module: AgentModule },
+  { service: 'tools', module: ToolsModule },
+  { service: 'audit', module: AuditModule },
+  { service: 'pricing', module: PricingModule },
+];
+
+// GRPC_PORT is the gateway's; the others take <SERVICE>_GRPC_PORT or their defaults (50052..50055).
+const configFor = (service: ServiceName) =>
+  loadConfig(service, service === 'gateway' ? process.env : { ...process.env, GRPC_PORT: undefined });
+
+const gatewayConfig = configFor('gateway');
+const logger = createLogger('dev', { level: gatewayConfig.logLevel });
+const infrastructure = await createInfrastructure(gatewayConfig, logger);
+const running: RunningService[] = [];
+// Before the first ready line: a SIGTERM then stops whatever has started, cleanly.
+exitOnSignal(
+  async () => {
+    for (const service of running) service.markNotServing();
+    await Promise.all(running.map((service) => service.stop()));
+    await infrastructure.close();
+  },
+  logger,
+  gatewayConfig.shutdownTimeoutMs,
+);
+try {
+  for (const options of services) {
+    const config = configFor(options.service);
+    const serviceLogger = createLogger(options.service, { level: config.logLevel });
+    running.push(
+      await bootstrapService({
+        ...options,
+        config,
+        logger: serviceLogger,
+        infrastructure,
+        handleSignals: false,
+      }),
+    );
+  }
+} catch (error) {
+  await Promise.all(running.map((service) => service.stop()));
+  await infrastructure.close();
+  throw error;
+}
+
+const url = running[0]?.httpUrl ?? '';
+logger.info(
+  {
+    url,
+    grpc: Object.fromEntries(running.map((service) => [service.service, service.grpcAddress])),
+    store: infrastructure.kinds.store,
+    bus: infrastructure.kinds.bus,
+  },
+  `dev mode ready: ${url} (try ${url}/healthz, ${url}/readyz, ${url}/metrics)`,
+);
