@@ -9,7 +9,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['packages/*/src/**/*.unit.spec.ts', 'services/*/src/**/*.unit.spec.ts', 'proto/test/**/*.unit.spec.ts'] },
+        test: {
+          name: 'unit',
+          include: [
+            'packages/*/src/**/*.unit.spec.ts',
+            'services/*/src/**/*.unit.spec.ts',
+            'proto/test/**/*.unit.spec.ts',
+          ],
+        },
       },
       {
         extends: true,

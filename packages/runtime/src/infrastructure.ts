@@ -138,7 +138,7 @@ export async function createInfrastructure(config: KeelConfig, logger: KeelLogge
     checkpoints,
     leases,
     kinds,
-    probe: (timeoutMs) => probeReadiness(store, rawBus, kinds.bus, timeoutMs),
+    probe: (timeoutMs) => probeReadiness(store, rawBus, timeoutMs),
     close: () => (closing ??= close()),
   };
 }

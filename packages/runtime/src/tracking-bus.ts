@@ -53,6 +53,10 @@ export class TrackingEventBus implements EventBus {
     return consumers.length;
   }
 
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -109,6 +109,8 @@ export interface EventBus {
    * replayed when handled. NotFoundError for an unknown id, PreconditionError when already replayed.
    */
   replayDeadLetter(id: string): Promise<void>;
+  /** Resolves when the bus's server answers a round trip (readiness); throws UnavailableError if not. */
+  ping(): Promise<void>;
   /** Stops every consumer (letting handlers finish) and closes connections. */
   close(): Promise<void>;
 }

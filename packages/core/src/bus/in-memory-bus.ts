@@ -1,4 +1,4 @@
-import { NotFoundError, PreconditionError } from '../errors/index.js';
+import { NotFoundError, PreconditionError, UnavailableError } from '../errors/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { assertTenantId, parseStreamName } from '../typing/index.js';
 import type { BusLogger } from './bus-logger.js';
@@ -134,6 +134,10 @@ export class InMemoryEventBus implements EventBus {
       throw new PreconditionError(`dead letter ${id} was already replayed`);
     const { category } = parseStreamName(deadLetter.event.streamName);
     this.#append({ event: deadLetter.event, category, replayFor: deadLetter.consumer, replayOf: id });
+  }
+
+  async ping(): Promise<void> {
+    if (this.#closed) throw new UnavailableError('the in-process bus is closed');
   }
 
   async close(): Promise<void> {

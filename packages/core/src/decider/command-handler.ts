@@ -104,6 +104,8 @@ export class CommandHandler<State, Command, Event extends EventData> {
     const snapshotVersion = loaded.version - (loaded.fromSnapshot ? loaded.eventsFolded : loaded.version);
     if (version - snapshotVersion < snapshot.every) return;
     // A snapshot is a cache: failing to write one must not fail the command.
-    await this.store.snapshots.save(tenantId, streamName, { name: snapshot.name, version, state }).catch(() => undefined);
+    await this.store.snapshots
+      .save(tenantId, streamName, { name: snapshot.name, version, state })
+      .catch(() => undefined);
   }
 }

@@ -28,7 +28,10 @@ export class KeelError extends Error {
 
 /** Input that fails validation; `field` names what is wrong. */
 export class ValidationError extends KeelError {
-  constructor(message: string, options?: { field?: string; cause?: unknown; details?: Record<string, unknown> }) {
+  constructor(
+    message: string,
+    options?: { field?: string; cause?: unknown; details?: Record<string, unknown> },
+  ) {
     super('INVALID_ARGUMENT', message, {
       cause: options?.cause,
       details: { ...options?.details, ...(options?.field ? { field: options.field } : {}) },

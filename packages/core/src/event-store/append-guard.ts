@@ -30,16 +30,23 @@ export const prepareAppend = (
   if (!Array.isArray(events) || events.length === 0) {
     throw new ValidationError('an append needs at least one event', { field: 'events' });
   }
-  if (typeof expectedVersion === 'number' && (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0)) {
+  if (
+    typeof expectedVersion === 'number' &&
+    (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0)
+  ) {
     throw new ValidationError(`invalid expected version ${expectedVersion}`, { field: 'expectedVersion' });
   }
   let total = 0;
   const prepared = events.map((event, index) => {
     if (typeof event.type !== 'string' || !TYPE.test(event.type)) {
-      throw new ValidationError(`events[${index}].type is not a valid event type`, { field: `events[${index}].type` });
+      throw new ValidationError(`events[${index}].type is not a valid event type`, {
+        field: `events[${index}].type`,
+      });
     }
     if (event.eventId !== undefined && !UUID.test(event.eventId)) {
-      throw new ValidationError(`events[${index}].eventId must be a UUID`, { field: `events[${index}].eventId` });
+      throw new ValidationError(`events[${index}].eventId must be a UUID`, {
+        field: `events[${index}].eventId`,
+      });
     }
     const dataJson = JSON.stringify(event.data ?? null);
     if (dataJson === undefined) {

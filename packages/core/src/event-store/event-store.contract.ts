@@ -18,7 +18,10 @@ export interface EventStoreUnderTest {
 const ev = (type: string, data: unknown = {}): EventData => ({ type, data });
 
 /** Reads the whole global log the way a catch-up reader does, sequencing as a relay would. */
-export const readWholeLog = async (store: EventStore, scope: 'all-tenants' | { tenantId: string } = 'all-tenants') => {
+export const readWholeLog = async (
+  store: EventStore,
+  scope: 'all-tenants' | { tenantId: string } = 'all-tenants',
+) => {
   const events: RecordedEvent[] = [];
   let after = 0;
   for (;;) {
@@ -30,7 +33,11 @@ export const readWholeLog = async (store: EventStore, scope: 'all-tenants' | { t
   }
 };
 
-const counter: Decider<{ total: number; count: number }, { add: number }, EventData<'Added', { n: number }>> = {
+const counter: Decider<
+  { total: number; count: number },
+  { add: number },
+  EventData<'Added', { n: number }>
+> = {
   initialState: () => ({ total: 0, count: 0 }),
   decide: (command) => [{ type: 'Added', data: { n: command.add } }],
   evolve: (state, event) => ({ total: state.total + event.data.n, count: state.count + 1 }),
@@ -67,25 +74,29 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
         expect(new Set(events.map((e) => e.eventId)).size).toBe(3);
         expect(await store.streamVersion('acme', 'order-1')).toBe(3);
         expect(await store.streamVersion('acme', 'order-2')).toBe(0);
-        expect((await store.read('acme', 'order-1', { fromVersion: 2, toVersion: 2 })).map((e) => e.type)).toEqual(['B']);
+        expect(
+          (await store.read('acme', 'order-1', { fromVersion: 2, toVersion: 2 })).map((e) => e.type),
+        ).toEqual(['B']);
       }),
     );
 
     it(
       'enforces every kind of expected version with a typed conflict',
       withStore(async ({ store }) => {
-        await expect(store.append('acme', 'doc-1', [ev('A')], { expectedVersion: 'exists' })).rejects.toBeInstanceOf(
-          ConcurrencyError,
-        );
+        await expect(
+          store.append('acme', 'doc-1', [ev('A')], { expectedVersion: 'exists' }),
+        ).rejects.toBeInstanceOf(ConcurrencyError);
         await expect(store.append('acme', 'doc-1', [ev('A')], { expectedVersion: 3 })).rejects.toBeInstanceOf(
           ConcurrencyError,
         );
         await store.append('acme', 'doc-1', [ev('A'), ev('B')], { expectedVersion: 0 });
-        await expect(store.append('acme', 'doc-1', [ev('C')], { expectedVersion: 'no_stream' })).rejects.toBeInstanceOf(
-          ConcurrencyError,
-        );
+        await expect(
+          store.append('acme', 'doc-1', [ev('C')], { expectedVersion: 'no_stream' }),
+        ).rejects.toBeInstanceOf(ConcurrencyError);
         // 1 is inside the first commit, not its end: a stale writer must still lose.
-        const stale = await store.append('acme', 'doc-1', [ev('C')], { expectedVersion: 1 }).catch((e: unknown) => e);
+        const stale = await store
+          .append('acme', 'doc-1', [ev('C')], { expectedVersion: 1 })
+          .catch((e: unknown) => e);
         expect(stale).toBeInstanceOf(ConcurrencyError);
         expect((stale as ConcurrencyError).actual).toBe(2);
         await store.append('acme', 'doc-1', [ev('C')], { expectedVersion: 'exists' });
@@ -104,7 +115,11 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
             (i % 2 ? second : store).append(
               'acme',
               'race-1',
-              [ev('Step', { writer: i, part: 1 }), ev('Step', { writer: i, part: 2 }), ev('Step', { writer: i, part: 3 })],
+              [
+                ev('Step', { writer: i, part: 1 }),
+                ev('Step', { writer: i, part: 2 }),
+                ev('Step', { writer: i, part: 3 }),
+              ],
               { expectedVersion: 1 },
             ),
           ),
@@ -139,9 +154,9 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
         expect(retry.nextExpectedVersion).toBe(first.nextExpectedVersion);
         expect(retry.events.map((e) => e.eventId)).toEqual(first.events.map((e) => e.eventId));
         expect((await store.read('acme', 'pay-1')).map((e) => e.type)).toEqual(['Charged', 'Noted']);
-        await expect(
-          store.append('acme', 'pay-2', [ev('Charged')], { commitId }),
-        ).rejects.toBeInstanceOf(ValidationError);
+        await expect(store.append('acme', 'pay-2', [ev('Charged')], { commitId })).rejects.toBeInstanceOf(
+          ValidationError,
+        );
         // Commit ids are scoped to the tenant: another tenant may use the same one.
         const other = await store.append('globex', 'pay-1', [ev('Charged')], { commitId });
         expect(other.idempotentReplay).toBe(false);
@@ -152,8 +167,19 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
       'payloads survive any JSON byte-for-byte',
       withStore(async ({ store, second }) => {
         const payloads: unknown[] = [
-          { 'a.b': 1, $set: { 'x.$y': true }, '': 'empty key', nested: { $in: [1, [2, [3, { 'k.$': null }]]] } },
-          { max: 2 ** 53 - 1, min: -(2 ** 53 - 1), float: 0.1 + 0.2, tiny: 5e-324, big: 1.7976931348623157e308 },
+          {
+            'a.b': 1,
+            $set: { 'x.$y': true },
+            '': 'empty key',
+            nested: { $in: [1, [2, [3, { 'k.$': null }]]] },
+          },
+          {
+            max: 2 ** 53 - 1,
+            min: -(2 ** 53 - 1),
+            float: 0.1 + 0.2,
+            tiny: 5e-324,
+            big: 1.7976931348623157e308,
+          },
           { text: 'héllo wörld — 日本語 — 👩‍👩‍👧‍👦 — \u0000 nul — \u2028 — "quotes" \\ backslash' },
           {},
           [],
@@ -281,9 +307,15 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
       'every query is tenant-scoped, even with the same stream name',
       withStore(async ({ store }) => {
         await store.append('acme', 'chat-1', [ev('Secret', { of: 'acme' })]);
-        await store.append('globex', 'chat-1', [ev('Hello', { of: 'globex' }), ev('Again', { of: 'globex' })]);
+        await store.append('globex', 'chat-1', [
+          ev('Hello', { of: 'globex' }),
+          ev('Again', { of: 'globex' }),
+        ]);
         await store.snapshots.save('acme', 'chat-1', { name: 's', version: 1, state: { of: 'acme' } });
-        expect((await store.read('globex', 'chat-1')).map((e) => e.data)).toEqual([{ of: 'globex' }, { of: 'globex' }]);
+        expect((await store.read('globex', 'chat-1')).map((e) => e.data)).toEqual([
+          { of: 'globex' },
+          { of: 'globex' },
+        ]);
         expect(await store.streamVersion('globex', 'chat-1')).toBe(2);
         expect(await store.snapshots.load('globex', 'chat-1', 's')).toBeUndefined();
         const globexLog = await readWholeLog(store, { tenantId: 'globex' });

@@ -77,7 +77,12 @@ export const COMMIT_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
 
 /** The event log port: every adapter (in-memory, MongoDB) passes the same contract suite. */
 export interface EventStore {
-  append(tenantId: string, streamName: string, events: EventData[], options?: AppendOptions): Promise<AppendResult>;
+  append(
+    tenantId: string,
+    streamName: string,
+    events: EventData[],
+    options?: AppendOptions,
+  ): Promise<AppendResult>;
   read(tenantId: string, streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** The version of the stream's last event, 0 when the stream has none. */
   streamVersion(tenantId: string, streamName: string): Promise<number>;

@@ -31,7 +31,11 @@ const revive = (commit: StoredCommit): RecordedEvent[] => JSON.parse(commit.json
 class InMemorySnapshotStore implements SnapshotStore {
   private readonly snapshots = new Map<string, string>();
 
-  async load<State>(tenantId: string, streamName: string, name: string): Promise<Snapshot<State> | undefined> {
+  async load<State>(
+    tenantId: string,
+    streamName: string,
+    name: string,
+  ): Promise<Snapshot<State> | undefined> {
     const json = this.snapshots.get(`${key(tenantId, streamName)}\u0000${name}`);
     return json === undefined ? undefined : (JSON.parse(json) as Snapshot<State>);
   }
@@ -71,7 +75,8 @@ export class InMemoryEventStore implements EventStore {
     const commits = this.streams.get(key(tenantId, streamName)) ?? [];
     const last = commits[commits.length - 1];
     const actual = last ? last.fromVersion + last.events.length - 1 : 0;
-    if (versionMismatch(expectedVersion, actual)) throw new ConcurrencyError(streamName, expectedVersion, actual);
+    if (versionMismatch(expectedVersion, actual))
+      throw new ConcurrencyError(streamName, expectedVersion, actual);
 
     const recordedAt = new Date().toISOString();
     const recorded: RecordedEvent[] = prepared.map((event, index) => ({
@@ -108,7 +113,11 @@ export class InMemoryEventStore implements EventStore {
     };
   }
 
-  async read(tenantId: string, streamName: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+  async read(
+    tenantId: string,
+    streamName: string,
+    options: ReadStreamOptions = {},
+  ): Promise<RecordedEvent[]> {
     const from = options.fromVersion ?? 1;
     const to = options.toVersion ?? Number.MAX_SAFE_INTEGER;
     const commits = this.streams.get(key(tenantId, streamName)) ?? [];
@@ -127,7 +136,8 @@ export class InMemoryEventStore implements EventStore {
   async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
     const after = options.after ?? 0;
     const limit = options.limit ?? 1000;
-    if (!Number.isSafeInteger(after) || after < 0) throw new ValidationError('invalid position', { field: 'after' });
+    if (!Number.isSafeInteger(after) || after < 0)
+      throw new ValidationError('invalid position', { field: 'after' });
     const events: RecordedEvent[] = [];
     let lastPosition = after;
     let lastCommit: string | undefined;
@@ -173,7 +183,9 @@ export class InMemoryEventStore implements EventStore {
 
   private replayResult(commit: StoredCommit, tenantId: string, streamName: string): AppendResult {
     if (commit.tenantId !== tenantId || commit.streamName !== streamName) {
-      throw new ValidationError(`commit id ${commit.commitId} was used for another stream`, { field: 'commitId' });
+      throw new ValidationError(`commit id ${commit.commitId} was used for another stream`, {
+        field: 'commitId',
+      });
     }
     return {
       commitId: commit.commitId,

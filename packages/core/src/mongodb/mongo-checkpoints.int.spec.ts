@@ -24,7 +24,9 @@ describe('MongoDB checkpoints and leases', () => {
 
   it('one live lease at a time; it expires, and its owner may renew or release it', async () => {
     const leases = new MongoLeaseStore(client.db());
-    const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => leases.tryAcquire('job', `p${i}`, 60_000)));
+    const racers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => leases.tryAcquire('job', `p${i}`, 60_000)),
+    );
     expect(racers.filter(Boolean)).toHaveLength(1);
     const holder = `p${racers.indexOf(true)}`;
     expect(await leases.tryAcquire('job', holder, 60_000)).toBe(true);

@@ -57,7 +57,10 @@ export class MongoEventStore implements EventStore {
   }
 
   /** Connects to `url` (database from the URL path, or `dbName`), creates indexes, and owns the client. */
-  static async connect(url: string, options: MongoEventStoreOptions & { dbName?: string } = {}): Promise<MongoEventStore> {
+  static async connect(
+    url: string,
+    options: MongoEventStoreOptions & { dbName?: string } = {},
+  ): Promise<MongoEventStore> {
     const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
     try {
       await client.connect();
@@ -135,7 +138,11 @@ export class MongoEventStore implements EventStore {
     throw new ConcurrencyError(streamName, expected, undefined);
   }
 
-  async read(tenantId: string, streamName: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+  async read(
+    tenantId: string,
+    streamName: string,
+    options: ReadStreamOptions = {},
+  ): Promise<RecordedEvent[]> {
     const from = options.fromVersion ?? 1;
     const to = options.toVersion ?? Number.MAX_SAFE_INTEGER;
     const docs = await this.commits
@@ -163,8 +170,10 @@ export class MongoEventStore implements EventStore {
   async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
     const after = options.after ?? 0;
     const limit = options.limit ?? 1000;
-    if (!Number.isSafeInteger(after) || after < 0) throw new ValidationError('invalid position', { field: 'after' });
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new ValidationError('invalid limit', { field: 'limit' });
+    if (!Number.isSafeInteger(after) || after < 0)
+      throw new ValidationError('invalid position', { field: 'after' });
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw new ValidationError('invalid limit', { field: 'limit' });
     const filter = options.scope === 'all-tenants' ? {} : { t: options.scope.tenantId };
     // A commit's first event may be at or before `after` only if the page started mid-commit:
     // pages end on commit boundaries, so `g > after` finds exactly the commits not yet read.
@@ -215,7 +224,9 @@ export class MongoEventStore implements EventStore {
   ): Promise<number | undefined> {
     if (expected === 'no_stream') return 0;
     if (typeof expected === 'number') {
-      return this.boundaries.has(tenantId, streamName, expected) ? expected : this.streamVersion(tenantId, streamName);
+      return this.boundaries.has(tenantId, streamName, expected)
+        ? expected
+        : this.streamVersion(tenantId, streamName);
     }
     const known = reread ? undefined : this.boundaries.head(tenantId, streamName);
     return known ?? this.streamVersion(tenantId, streamName);

@@ -37,7 +37,12 @@ export class MongoSequencer {
       position += c.v - c.f + 1;
       return entry;
     });
-    const page: LogPageDocument = { _id: start, end: position - 1, commits: placed, at: new Date().toISOString() };
+    const page: LogPageDocument = {
+      _id: start,
+      end: position - 1,
+      commits: placed,
+      at: new Date().toISOString(),
+    };
     try {
       await this.pages.insertOne(page);
     } catch (error) {

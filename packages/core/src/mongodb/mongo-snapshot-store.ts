@@ -20,7 +20,11 @@ export class MongoSnapshotStore implements SnapshotStore {
     await this.snapshots.createIndex({ t: 1, s: 1 }, { name: 'stream' });
   }
 
-  async load<State>(tenantId: string, streamName: string, name: string): Promise<Snapshot<State> | undefined> {
+  async load<State>(
+    tenantId: string,
+    streamName: string,
+    name: string,
+  ): Promise<Snapshot<State> | undefined> {
     const doc = await this.snapshots.findOne({ _id: JSON.stringify([tenantId, streamName, name]) });
     return doc ? { name: doc.name, version: doc.version, state: JSON.parse(doc.state) as State } : undefined;
   }
@@ -42,7 +46,12 @@ export class MongoSnapshotStore implements SnapshotStore {
   }
 
   async delete(tenantId?: string, streamName?: string): Promise<void> {
-    const filter = tenantId === undefined ? {} : streamName === undefined ? { t: tenantId } : { t: tenantId, s: streamName };
+    const filter =
+      tenantId === undefined
+        ? {}
+        : streamName === undefined
+          ? { t: tenantId }
+          : { t: tenantId, s: streamName };
     await this.snapshots.deleteMany(filter);
   }
 }

@@ -113,6 +113,15 @@ export class NatsEventBus implements EventBus {
    * stored (a timeout, not a lost connection), the retry stores it after them: the stream's order
    * on the bus then differs from the log's, which is why consumers still check versions.
    */
+  async ping(): Promise<void> {
+    if (this.nc.isClosed()) throw new UnavailableError('the NATS connection is closed');
+    try {
+      await this.nc.rtt();
+    } catch (error) {
+      throw new UnavailableError('NATS does not answer', { cause: error });
+    }
+  }
+
   async publish(events: RecordedEvent[]): Promise<void> {
     this.#assertOpen();
     const maxPayload = this.nc.info?.max_payload ?? Number.POSITIVE_INFINITY;

@@ -67,7 +67,9 @@ export class OutboxRelay {
     this.abort.abort();
     await this.running;
     if (this.stats.holdsLease) {
-      await this.drain().catch((error: unknown) => this.options.logger?.error({ err: error }, 'outbox flush failed'));
+      await this.drain().catch((error: unknown) =>
+        this.options.logger?.error({ err: error }, 'outbox flush failed'),
+      );
       await this.options.leases.release(this.name, this.owner).catch(() => undefined);
       this.stats.holdsLease = false;
     }
@@ -115,7 +117,10 @@ export class OutboxRelay {
     if (this.stats.holdsLease && now - this.leaseCheckedAt < this.leaseTtlMs / 3) return true;
     const held = await this.options.leases.tryAcquire(this.name, this.owner, this.leaseTtlMs);
     if (held !== this.stats.holdsLease) {
-      this.options.logger?.info({ relay: this.name, held }, held ? 'outbox lease acquired' : 'outbox lease held elsewhere');
+      this.options.logger?.info(
+        { relay: this.name, held },
+        held ? 'outbox lease acquired' : 'outbox lease held elsewhere',
+      );
     }
     this.stats.holdsLease = held;
     this.leaseCheckedAt = now;

@@ -29,11 +29,15 @@ export const DeciderSpec = {
                   thrown = error;
                 }
                 ok(thrown instanceof errorClass, `expected ${errorClass.name}, got ${String(thrown)}`);
-                if (message) ok(message.test((thrown as Error).message), `message ${(thrown as Error).message}`);
+                if (message)
+                  ok(message.test((thrown as Error).message), `message ${(thrown as Error).message}`);
               },
               /** Asserts the state after evolving with the decided events. */
               thenState(expected: State): void {
-                deepStrictEqual(run().reduce((s, e) => decider.evolve(s, e), state), expected);
+                deepStrictEqual(
+                  run().reduce((s, e) => decider.evolve(s, e), state),
+                  expected,
+                );
               },
             };
           },

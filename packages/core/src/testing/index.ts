@@ -1,1 +1,2 @@
 export * from './decider-spec.js';
+export * from './eventually.js';

@@ -12,8 +12,10 @@ const TENANT = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /** Builds a stream name from its category and id. */
 export const streamName = (category: string, id: string): string => {
-  if (!CATEGORY.test(category)) throw new ValidationError(`invalid stream category "${category}"`, { field: 'category' });
-  if (id.length === 0 || id.length > MAX_ID_LENGTH) throw new ValidationError('invalid stream id length', { field: 'id' });
+  if (!CATEGORY.test(category))
+    throw new ValidationError(`invalid stream category "${category}"`, { field: 'category' });
+  if (id.length === 0 || id.length > MAX_ID_LENGTH)
+    throw new ValidationError('invalid stream id length', { field: 'id' });
   return `${category}-${id}`;
 };
 
@@ -33,5 +35,6 @@ export const parseStreamName = (name: string): StreamNameParts => {
 
 /** Validates a tenant id: it travels in NATS subjects and index keys, so its alphabet is closed. */
 export const assertTenantId = (tenantId: string): void => {
-  if (!TENANT.test(tenantId)) throw new ValidationError(`invalid tenant id "${tenantId}"`, { field: 'tenantId' });
+  if (!TENANT.test(tenantId))
+    throw new ValidationError(`invalid tenant id "${tenantId}"`, { field: 'tenantId' });
 };
