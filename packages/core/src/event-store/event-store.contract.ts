@@ -304,6 +304,27 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
     );
 
     it(
+      'another instance rebuilds from the snapshot and sees every event appended after it',
+      withStore(async ({ store, second }) => {
+        const writer = new CommandHandler(store, counter, { snapshot: { name: 'counter-v1', every: 10 } });
+        const reader = new CommandHandler(second, counter, { snapshot: { name: 'counter-v1', every: 10 } });
+        for (let i = 1; i <= 25; i++) await writer.handle('acme', 'counter-2', { add: 1 });
+        const first = await reader.load('acme', 'counter-2');
+        expect(first.fromSnapshot).toBe(true);
+        expect(first).toMatchObject({ version: 25, state: { total: 25, count: 25 } });
+        for (let i = 1; i <= 3; i++) await writer.handle('acme', 'counter-2', { add: 10 });
+        expect(await reader.load('acme', 'counter-2')).toMatchObject({
+          version: 28,
+          state: { total: 55, count: 28 },
+        });
+        expect(await second.streamVersion('acme', 'counter-2')).toBe(28);
+        // The reader's command goes on from there, and the writer sees it.
+        await reader.handle('acme', 'counter-2', { add: 100 });
+        expect((await writer.load('acme', 'counter-2')).state).toEqual({ total: 155, count: 29 });
+      }),
+    );
+
+    it(
       'every query is tenant-scoped, even with the same stream name',
       withStore(async ({ store }) => {
         await store.append('acme', 'chat-1', [ev('Secret', { of: 'acme' })]);

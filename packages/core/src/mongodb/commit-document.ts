@@ -2,7 +2,10 @@ import type { RecordedEvent } from '../typing/index.js';
 
 /** One commit (an atomic batch of events of one stream) as one MongoDB document. */
 export interface CommitDocument {
-  /** `<tenant>:<commitId>`: a retried commit collides with itself, so retries are idempotent. */
+  /**
+   * `<tenant>|<stream>|<fromVersion, 16 digits>` (see `commitKey`): the unique key that makes
+   * two writers of the same version collide, and a point lookup for readers walking a stream.
+   */
   _id: string;
   t: string;
   s: string;
@@ -26,6 +29,15 @@ export interface LogPageDocument {
   commits: Array<{ id: string; g: number }>;
   at: string;
 }
+
+/**
+ * The `_id` of the commit of a stream that starts at `fromVersion`. Tenant ids have no `|` and the
+ * version has a fixed width, so the key is unique per (tenant, stream, version). Point lookups by
+ * `_id` are the one query every MongoDB-compatible server answers from an index (FerretDB 1.24's
+ * SQLite backend pushes down no other filter), so the hot reads walk commits by key.
+ */
+export const commitKey = (tenantId: string, streamName: string, fromVersion: number): string =>
+  `${tenantId}|${streamName}|${String(fromVersion).padStart(16, '0')}`;
 
 /** Turns a stored commit into recorded events. */
 export const toRecordedEvents = (doc: CommitDocument): RecordedEvent[] =>

@@ -15,7 +15,7 @@ import { prepareAppend, versionMismatch } from '../event-store/index.js';
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import type { CommitDocument, LogPageDocument } from './commit-document.js';
-import { toRecordedEvents } from './commit-document.js';
+import { commitKey, toRecordedEvents } from './commit-document.js';
 import { ensureIndexes } from './ensure-indexes.js';
 import { isDuplicateKey } from './mongo-errors.js';
 import { MongoSequencer } from './mongo-sequencer.js';
@@ -30,6 +30,8 @@ export interface MongoEventStoreOptions {
 }
 
 const MAX_ANY_RETRIES = 100;
+/** Point lookups a read makes along a stream's commit chain before it switches to a range query. */
+const CHAIN_LIMIT = 16;
 
 /**
  * The event log on MongoDB (and FerretDB): one document per commit, a unique index on
@@ -52,7 +54,10 @@ export class MongoEventStore implements EventStore {
     const prefix = options.collectionPrefix ?? '';
     this.commits = db.collection<CommitDocument>(`${prefix}commits`);
     this.pages = db.collection<LogPageDocument>(`${prefix}log_pages`);
-    this.snapshots = new MongoSnapshotStore(db.collection(`${prefix}snapshots`));
+    this.snapshots = new MongoSnapshotStore(db.collection(`${prefix}snapshots`), {
+      isBoundary: (t, s, v) => this.boundaries.has(t, s, v),
+      boundaryLoaded: (t, s, v) => this.boundaries.add(t, s, v),
+    });
     this.sequencer = new MongoSequencer(this.commits, this.pages, options.sequencerBatchSize);
   }
 
@@ -76,11 +81,10 @@ export class MongoEventStore implements EventStore {
   /** Creates the indexes the invariants rely on; idempotent. */
   async init(): Promise<void> {
     await ensureIndexes(this.commits, [
-      { key: { t: 1, s: 1, f: 1 }, name: 'stream_from_version', unique: true },
+      { key: { t: 1, c: 1 }, name: 'commit_id', unique: true },
       { key: { t: 1, s: 1, v: 1 }, name: 'stream_to_version' },
       { key: { q: 1, at: 1 }, name: 'unsequenced' },
       { key: { g: 1 }, name: 'global_position' },
-      { key: { t: 1, g: 1 }, name: 'tenant_global_position' },
     ]);
     await (this.snapshots as MongoSnapshotStore).init();
   }
@@ -94,19 +98,18 @@ export class MongoEventStore implements EventStore {
     const expected = options.expectedVersion ?? 'any';
     const prepared = prepareAppend(tenantId, streamName, events, expected);
     const commitId = options.commitId ?? uuidv7();
-    const _id = `${tenantId}:${commitId}`;
     const at = new Date().toISOString();
 
     for (let attempt = 0; attempt < MAX_ANY_RETRIES; attempt++) {
       const head = await this.headFor(tenantId, streamName, expected, attempt > 0);
       if (head !== undefined && versionMismatch(expected, head)) {
-        const replay = await this.replay(_id, tenantId, streamName);
+        const replay = await this.replay(commitId, tenantId, streamName);
         if (replay) return replay;
         throw new ConcurrencyError(streamName, expected, head);
       }
       const from = (head ?? (expected as number)) + 1;
       const doc: CommitDocument = {
-        _id,
+        _id: commitKey(tenantId, streamName, from),
         t: tenantId,
         s: streamName,
         c: commitId,
@@ -120,7 +123,7 @@ export class MongoEventStore implements EventStore {
         await this.commits.insertOne(doc);
       } catch (error) {
         if (!isDuplicateKey(error)) throw new UnavailableError('append failed', { cause: error });
-        const replay = await this.replay(_id, tenantId, streamName);
+        const replay = await this.replay(commitId, tenantId, streamName);
         if (replay) return replay;
         if (expected === 'any' || expected === 'exists') continue;
         throw new ConcurrencyError(streamName, expected, await this.streamVersion(tenantId, streamName));
@@ -145,26 +148,72 @@ export class MongoEventStore implements EventStore {
   ): Promise<RecordedEvent[]> {
     const from = options.fromVersion ?? 1;
     const to = options.toVersion ?? Number.MAX_SAFE_INTEGER;
-    const docs = await this.commits
-      .find({ t: tenantId, s: streamName, v: { $gte: from }, f: { $lte: to } })
-      .sort({ f: 1 })
-      .toArray();
+    const docs = await this.commitsFrom(tenantId, streamName, from, to);
     const events: RecordedEvent[] = [];
     for (const doc of docs) {
-      this.boundaries.add(tenantId, streamName, doc.v);
       for (const e of toRecordedEvents(doc)) if (e.version >= from && e.version <= to) events.push(e);
     }
     return events;
   }
 
   async streamVersion(tenantId: string, streamName: string): Promise<number> {
+    const known = this.boundaries.head(tenantId, streamName) ?? 0;
+    const chain = await this.walk(tenantId, streamName, known + 1, Number.MAX_SAFE_INTEGER);
+    if (chain.complete) return chain.docs.at(-1)?.v ?? known;
     const last = await this.commits
       .find({ t: tenantId, s: streamName }, { projection: { v: 1 } })
-      .sort({ f: -1 })
+      .sort({ v: -1 })
       .limit(1)
       .next();
     if (last) this.boundaries.add(tenantId, streamName, last.v);
     return last?.v ?? 0;
+  }
+
+  /**
+   * The commits holding versions from..to. When `from - 1` is a known commit boundary (0 always
+   * is; snapshots are taken at boundaries), the stream is walked commit by commit by `_id`, which
+   * also proves where it ends; a long walk, or an unknown start, falls back to a range query.
+   */
+  private async commitsFrom(
+    tenantId: string,
+    streamName: string,
+    from: number,
+    to: number,
+  ): Promise<CommitDocument[]> {
+    const docs: CommitDocument[] = [];
+    let next = from;
+    if (this.boundaries.has(tenantId, streamName, from - 1)) {
+      const chain = await this.walk(tenantId, streamName, from, to);
+      docs.push(...chain.docs);
+      if (chain.complete) return docs;
+      next = (docs.at(-1)?.v ?? from - 1) + 1;
+    }
+    const rest = await this.commits
+      .find({ t: tenantId, s: streamName, v: { $gte: next }, f: { $lte: to } })
+      .sort({ f: 1 })
+      .toArray();
+    for (const doc of rest) this.boundaries.add(tenantId, streamName, doc.v);
+    return docs.concat(rest);
+  }
+
+  /** Follows the commit chain by `_id` from a version known to start a commit (or to be past the head). */
+  private async walk(
+    tenantId: string,
+    streamName: string,
+    from: number,
+    to: number,
+  ): Promise<{ docs: CommitDocument[]; complete: boolean }> {
+    const docs: CommitDocument[] = [];
+    let next = from;
+    for (let i = 0; i < CHAIN_LIMIT; i++) {
+      if (next > to) return { docs, complete: true };
+      const doc = await this.commits.findOne({ _id: commitKey(tenantId, streamName, next) });
+      if (!doc) return { docs, complete: true };
+      this.boundaries.add(tenantId, streamName, doc.v);
+      docs.push(doc);
+      next = doc.v + 1;
+    }
+    return { docs, complete: false };
   }
 
   async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
@@ -233,8 +282,12 @@ export class MongoEventStore implements EventStore {
   }
 
   /** The result of an earlier commit with this id, when this append is a retry of it. */
-  private async replay(_id: string, tenantId: string, streamName: string): Promise<AppendResult | undefined> {
-    const doc = await this.commits.findOne({ _id });
+  private async replay(
+    commitId: string,
+    tenantId: string,
+    streamName: string,
+  ): Promise<AppendResult | undefined> {
+    const doc = await this.commits.findOne({ t: tenantId, c: commitId });
     if (!doc) return undefined;
     if (doc.s !== streamName || doc.t !== tenantId) {
       throw new ValidationError(`commit id ${doc.c} was used for another stream`, { field: 'commitId' });

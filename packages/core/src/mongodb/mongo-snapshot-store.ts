@@ -10,11 +10,22 @@ interface SnapshotDocument {
   /** The state as JSON text, for the same reason as event payloads. */
   state: string;
   at: string;
+  /** True when the version was known to end a commit at save time (reads may then walk from it). */
+  b?: boolean;
+}
+
+/** How the event store tells its snapshot store about commit boundaries, and learns of them. */
+export interface BoundaryHooks {
+  isBoundary(tenantId: string, streamName: string, version: number): boolean;
+  boundaryLoaded(tenantId: string, streamName: string, version: number): void;
 }
 
 /** Snapshots on MongoDB: a cache beside the log, safe to delete at any time. */
 export class MongoSnapshotStore implements SnapshotStore {
-  constructor(private readonly snapshots: Collection<SnapshotDocument>) {}
+  constructor(
+    private readonly snapshots: Collection<SnapshotDocument>,
+    private readonly hooks?: BoundaryHooks,
+  ) {}
 
   async init(): Promise<void> {
     await this.snapshots.createIndex({ t: 1, s: 1 }, { name: 'stream' });
@@ -26,6 +37,7 @@ export class MongoSnapshotStore implements SnapshotStore {
     name: string,
   ): Promise<Snapshot<State> | undefined> {
     const doc = await this.snapshots.findOne({ _id: JSON.stringify([tenantId, streamName, name]) });
+    if (doc?.b) this.hooks?.boundaryLoaded(tenantId, streamName, doc.version);
     return doc ? { name: doc.name, version: doc.version, state: JSON.parse(doc.state) as State } : undefined;
   }
 
@@ -40,6 +52,7 @@ export class MongoSnapshotStore implements SnapshotStore {
         version: snapshot.version,
         state: JSON.stringify(snapshot.state),
         at: new Date().toISOString(),
+        b: this.hooks?.isBoundary(tenantId, streamName, snapshot.version) ?? false,
       },
       { upsert: true },
     );

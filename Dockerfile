@@ -1,0 +1,46 @@
+# One image for every Keel service; the container's command picks the service:
+#   node services/<gateway|agent|tools|audit|pricing>/dist/main.js
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
+COPY proto/package.json proto/
+COPY packages/core/package.json packages/core/
+COPY packages/runtime/package.json packages/runtime/
+COPY packages/testkit/package.json packages/testkit/
+COPY services/gateway/package.json services/gateway/
+COPY services/agent/package.json services/agent/
+COPY services/tools/package.json services/tools/
+COPY services/audit/package.json services/audit/
+COPY services/pricing/package.json services/pricing/
+RUN npm ci --no-audit --no-fund
+COPY proto proto
+COPY packages packages
+COPY services services
+RUN npm run build
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/proto/package.json proto/
+COPY --from=build /app/packages/core/package.json packages/core/
+COPY --from=build /app/packages/runtime/package.json packages/runtime/
+COPY --from=build /app/packages/testkit/package.json packages/testkit/
+COPY --from=build /app/services/gateway/package.json services/gateway/
+COPY --from=build /app/services/agent/package.json services/agent/
+COPY --from=build /app/services/tools/package.json services/tools/
+COPY --from=build /app/services/audit/package.json services/audit/
+COPY --from=build /app/services/pricing/package.json services/pricing/
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/proto/dist proto/dist
+COPY --from=build /app/proto/keel proto/keel
+COPY --from=build /app/packages/core/dist packages/core/dist
+COPY --from=build /app/packages/runtime/dist packages/runtime/dist
+COPY --from=build /app/services/gateway/dist services/gateway/dist
+COPY --from=build /app/services/agent/dist services/agent/dist
+COPY --from=build /app/services/tools/dist services/tools/dist
+COPY --from=build /app/services/audit/dist services/audit/dist
+COPY --from=build /app/services/pricing/dist services/pricing/dist
+USER node
+ENV GRPC_HOST=0.0.0.0
+CMD ["node", "services/gateway/dist/main.js"]
