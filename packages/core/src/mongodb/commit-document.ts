@@ -23,8 +23,10 @@ export interface CommitDocument {
 
 /** A page of the global log: the sequencer's single atomic write that fences positions. */
 export interface LogPageDocument {
-  /** Position of the page's first event; the previous page ends at `_id - 1`. */
-  _id: number;
+  /** `pageKey(start)`: unique, so two sequencers cannot both write the page at a position. */
+  _id: string;
+  /** Position of the page's first event; the previous page ends at `start - 1`. */
+  start: number;
   end: number;
   commits: Array<{ id: string; g: number }>;
   at: string;
@@ -38,6 +40,9 @@ export interface LogPageDocument {
  */
 export const commitKey = (tenantId: string, streamName: string, fromVersion: number): string =>
   `${tenantId}|${streamName}|${String(fromVersion).padStart(16, '0')}`;
+
+/** The `_id` of the log page starting at `position` (fixed width, so it sorts like the number). */
+export const pageKey = (position: number): string => `p${String(position).padStart(16, '0')}`;
 
 /** Turns a stored commit into recorded events. */
 export const toRecordedEvents = (doc: CommitDocument): RecordedEvent[] =>

@@ -18,6 +18,7 @@ import type { CommitDocument, LogPageDocument } from './commit-document.js';
 import { commitKey, toRecordedEvents } from './commit-document.js';
 import { ensureIndexes } from './ensure-indexes.js';
 import { isDuplicateKey } from './mongo-errors.js';
+import type { SequencerOptions } from './mongo-sequencer.js';
 import { MongoSequencer } from './mongo-sequencer.js';
 import { MongoSnapshotStore } from './mongo-snapshot-store.js';
 import { StreamBoundaries } from './stream-boundaries.js';
@@ -25,8 +26,8 @@ import { StreamBoundaries } from './stream-boundaries.js';
 /** Collection names of the event log; a prefix lets several logs share one database. */
 export interface MongoEventStoreOptions {
   collectionPrefix?: string;
-  /** Commits placed per sequencer round. */
-  sequencerBatchSize?: number;
+  /** Settings of the sequencer that places commits in the global log. */
+  sequencer?: SequencerOptions;
 }
 
 const MAX_ANY_RETRIES = 100;
@@ -46,6 +47,8 @@ export class MongoEventStore implements EventStore {
   private readonly boundaries = new StreamBoundaries();
   private waiters: Array<() => void> = [];
   private ownedClient: MongoClient | undefined;
+  /** Which server answers: indexes that only serve queries are skipped on FerretDB. */
+  serverKind: 'mongodb' | 'ferretdb' = 'mongodb';
 
   constructor(
     readonly db: Db,
@@ -58,7 +61,7 @@ export class MongoEventStore implements EventStore {
       isBoundary: (t, s, v) => this.boundaries.has(t, s, v),
       boundaryLoaded: (t, s, v) => this.boundaries.add(t, s, v),
     });
-    this.sequencer = new MongoSequencer(this.commits, this.pages, options.sequencerBatchSize);
+    this.sequencer = new MongoSequencer(this.commits, this.pages, options.sequencer);
   }
 
   /** Connects to `url` (database from the URL path, or `dbName`), creates indexes, and owns the client. */
@@ -78,10 +81,17 @@ export class MongoEventStore implements EventStore {
     return store;
   }
 
-  /** Creates the indexes the invariants rely on; idempotent. */
+  /**
+   * Creates the indexes; idempotent. The unique ones carry invariants; the others serve queries.
+   * FerretDB 1.24 (SQLite) answers every query but an exact `_id` lookup with a scan, so there the
+   * query indexes would only slow writes down and are not created.
+   */
   async init(): Promise<void> {
+    const info = await this.db.command({ buildInfo: 1 }).catch(() => ({}));
+    this.serverKind = 'ferretdbVersion' in info ? 'ferretdb' : 'mongodb';
+    await ensureIndexes(this.commits, [{ key: { t: 1, c: 1 }, name: 'commit_id', unique: true }]);
+    if (this.serverKind === 'ferretdb') return;
     await ensureIndexes(this.commits, [
-      { key: { t: 1, c: 1 }, name: 'commit_id', unique: true },
       { key: { t: 1, s: 1, v: 1 }, name: 'stream_to_version' },
       { key: { q: 1, at: 1 }, name: 'unsequenced' },
       { key: { g: 1 }, name: 'global_position' },
@@ -129,6 +139,7 @@ export class MongoEventStore implements EventStore {
         throw new ConcurrencyError(streamName, expected, await this.streamVersion(tenantId, streamName));
       }
       this.boundaries.add(tenantId, streamName, doc.v);
+      this.sequencer.hint(doc);
       this.wake();
       return {
         commitId,
@@ -223,6 +234,10 @@ export class MongoEventStore implements EventStore {
       throw new ValidationError('invalid position', { field: 'after' });
     if (!Number.isSafeInteger(limit) || limit < 1)
       throw new ValidationError('invalid limit', { field: 'limit' });
+    if (options.scope === 'all-tenants') {
+      const recent = this.sequencer.recentEvents(after, limit);
+      if (recent) return recent;
+    }
     const filter = options.scope === 'all-tenants' ? {} : { t: options.scope.tenantId };
     // A commit's first event may be at or before `after` only if the page started mid-commit:
     // pages end on commit boundaries, so `g > after` finds exactly the commits not yet read.

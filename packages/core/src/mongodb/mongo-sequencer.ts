@@ -1,33 +1,64 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { RecordedEvent } from '../typing/index.js';
 import type { CommitDocument, LogPageDocument } from './commit-document.js';
+import { pageKey, toRecordedEvents } from './commit-document.js';
 import { isDuplicateKey } from './mongo-errors.js';
+
+/** Settings of the sequencer. */
+export interface SequencerOptions {
+  /** Commits placed per round. Default 500. */
+  batchSize?: number;
+  /**
+   * How often a round looks for commits of other processes even when this process has its own
+   * to place (those are known without a query). Default 1000 ms.
+   */
+  discoveryIntervalMs?: number;
+}
+
+const streamKey = (c: Pick<CommitDocument, 't' | 's'>): string => `${c.t}\u0000${c.s}`;
+const RECENT_PAGES = 64;
+const KNOWN_HEADS = 10_000;
 
 /**
  * Places committed commits into the global log. Positions are fenced by the log page: a page's
- * `_id` is its first position, so two sequencers racing for the same positions collide on the
+ * `_id` names its first position, so two sequencers racing for the same positions collide on the
  * unique `_id` and one of them gives up. A commit's `g` marker is written only after its page
  * exists, in position order, so a reader that follows `g` sees a prefix of the log and never
  * skips a position that appears later.
+ *
+ * The hot path makes no scan: commits appended in this process are handed over in memory, the
+ * next page is probed by `_id`, and the pages placed here are kept for the relay's next read.
  */
 export class MongoSequencer {
-  private markedPage = -1;
+  private last: LogPageDocument | undefined;
+  private markedPage: string | undefined;
+  private readonly hints = new Map<string, CommitDocument>();
+  private readonly placedHeads = new Map<string, number>();
+  private readonly recent = new Map<number, { end: number; events: RecordedEvent[] }>();
+  private lastDiscovery = 0;
+  private readonly batchSize: number;
+  private readonly discoveryIntervalMs: number;
 
   constructor(
     private readonly commits: Collection<CommitDocument>,
     private readonly pages: Collection<LogPageDocument>,
-    private readonly batchSize = 500,
-  ) {}
+    options: SequencerOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.discoveryIntervalMs = options.discoveryIntervalMs ?? 1000;
+  }
+
+  /** Tells the sequencer of a commit this process just wrote, so it need not query for it. */
+  hint(commit: CommitDocument): void {
+    if (this.hints.size < this.batchSize * 4) this.hints.set(commit._id, commit);
+  }
 
   /** One round: returns how many commits were placed (0 when none, or when another sequencer won). */
   async run(): Promise<number> {
-    const last = await this.pages.find({}).sort({ _id: -1 }).limit(1).next();
+    const last = await this.lastPage();
     if (last && last._id !== this.markedPage) await this.mark(last);
-    const pending = await this.commits
-      .find({ q: 1 }, { projection: { e: 0 } })
-      .sort({ at: 1 })
-      .limit(this.batchSize)
-      .toArray();
-    const ready = await this.withPredecessorsPlaced(pending as CommitDocument[]);
+    const candidates = await this.candidates();
+    const ready = await this.withPredecessorsPlaced(candidates);
     if (ready.length === 0) return 0;
 
     const start = last ? last.end + 1 : 1;
@@ -38,7 +69,8 @@ export class MongoSequencer {
       return entry;
     });
     const page: LogPageDocument = {
-      _id: start,
+      _id: pageKey(start),
+      start,
       end: position - 1,
       commits: placed,
       at: new Date().toISOString(),
@@ -49,8 +81,79 @@ export class MongoSequencer {
       if (isDuplicateKey(error)) return 0;
       throw error;
     }
+    this.last = page;
     await this.mark(page);
+    for (const c of ready) {
+      this.hints.delete(c._id);
+      this.remember(c);
+    }
+    if (ready.every((c) => c.e !== undefined)) {
+      const events = ready.flatMap((c, i) => toRecordedEvents({ ...c, g: placed[i]!.g }));
+      this.recent.set(start, { end: page.end, events });
+      if (this.recent.size > RECENT_PAGES) this.recent.delete(this.recent.keys().next().value!);
+    }
     return placed.length;
+  }
+
+  /**
+   * Events of pages this process placed, from `after + 1`, when it has them in memory: the
+   * relay's next read costs no query. Undefined when `after + 1` does not start such a page.
+   */
+  recentEvents(after: number, limit: number): { events: RecordedEvent[]; lastPosition: number } | undefined {
+    let page = this.recent.get(after + 1);
+    if (!page) return undefined;
+    const events: RecordedEvent[] = [];
+    let lastPosition = after;
+    while (page && events.length < limit) {
+      events.push(...page.events.map((e) => structuredClone(e)));
+      lastPosition = page.end;
+      page = this.recent.get(page.end + 1);
+    }
+    return { events, lastPosition };
+  }
+
+  /** The last page of the log: known in memory and probed forward by `_id`, else found by a query. */
+  private async lastPage(): Promise<LogPageDocument | undefined> {
+    if (!this.last) {
+      this.last = (await this.pages.find({}).sort({ _id: -1 }).limit(1).next()) ?? undefined;
+      if (!this.last) return undefined;
+      this.forget(this.last);
+    }
+    // Another sequencer may have written pages since: follow them.
+    let last: LogPageDocument = this.last;
+    for (;;) {
+      const next: LogPageDocument | null = await this.pages.findOne({ _id: pageKey(last.end + 1) });
+      if (!next) return (this.last = last);
+      this.forget(next);
+      last = next;
+    }
+  }
+
+  /** Drops hints of commits another sequencer placed (in a page this one did not write). */
+  private forget(page: LogPageDocument): void {
+    for (const c of page.commits) this.hints.delete(c.id);
+  }
+
+  /** Commits to place: this process's own, plus (now and then, or when it has none) everyone's. */
+  private async candidates(): Promise<CommitDocument[]> {
+    const now = Date.now();
+    const discover = this.hints.size === 0 || now - this.lastDiscovery >= this.discoveryIntervalMs;
+    if (!discover) {
+      // Every page up to the last is marked by now, so a hinted commit still flagged `q: 1` is in
+      // no page: checking the flag by `_id` (a point lookup) is exact, where the hint alone is not
+      // (another sequencer may have placed it before this one learned the log's last page).
+      const hinted = [...this.hints.values()].slice(0, this.batchSize);
+      const flags = await Promise.all(
+        hinted.map((c) => this.commits.findOne({ _id: c._id }, { projection: { q: 1 } })),
+      );
+      return hinted.filter((c, i) => {
+        if (flags[i]?.q === 1) return true;
+        this.hints.delete(c._id);
+        return false;
+      });
+    }
+    this.lastDiscovery = now;
+    return this.commits.find({ q: 1 }).sort({ at: 1 }).limit(this.batchSize).toArray();
   }
 
   /** Writes each commit's position marker, in position order (idempotent: the page decides them). */
@@ -62,6 +165,13 @@ export class MongoSequencer {
     this.markedPage = page._id;
   }
 
+  private remember(c: CommitDocument): void {
+    const key = streamKey(c);
+    this.placedHeads.delete(key);
+    this.placedHeads.set(key, c.v);
+    if (this.placedHeads.size > KNOWN_HEADS) this.placedHeads.delete(this.placedHeads.keys().next().value!);
+  }
+
   /**
    * Orders a batch so each stream's commits come in version order, and drops the commits of any
    * stream whose preceding commit is neither placed already nor in the batch (it comes next round).
@@ -69,30 +179,31 @@ export class MongoSequencer {
   private async withPredecessorsPlaced(batch: CommitDocument[]): Promise<CommitDocument[]> {
     const byStream = new Map<string, CommitDocument[]>();
     for (const c of batch) {
-      const key = `${c.t}\u0000${c.s}`;
-      const list = byStream.get(key) ?? [];
+      const list = byStream.get(streamKey(c)) ?? [];
       list.push(c);
-      byStream.set(key, list);
+      byStream.set(streamKey(c), list);
     }
     const needCheck: Array<{ t: string; s: string; v: number }> = [];
-    for (const list of byStream.values()) {
+    for (const [key, list] of byStream) {
       list.sort((a, b) => a.f - b.f);
       const first = list[0]!;
-      if (first.f > 1) needCheck.push({ t: first.t, s: first.s, v: first.f - 1 });
+      if (first.f > 1 && this.placedHeads.get(key) !== first.f - 1) {
+        needCheck.push({ t: first.t, s: first.s, v: first.f - 1 });
+      }
     }
     const blocked = new Set<string>();
     if (needCheck.length > 0) {
       const predecessors = await this.commits
         .find({ $or: needCheck }, { projection: { t: 1, s: 1, v: 1, q: 1 } })
         .toArray();
-      const placed = new Set(predecessors.filter((p) => p.q === 0).map((p) => `${p.t}\u0000${p.s}`));
-      for (const n of needCheck) if (!placed.has(`${n.t}\u0000${n.s}`)) blocked.add(`${n.t}\u0000${n.s}`);
+      const placed = new Set(predecessors.filter((p) => p.q === 0).map(streamKey));
+      for (const n of needCheck) if (!placed.has(streamKey(n))) blocked.add(streamKey(n));
     }
     // Keep the batch's arrival order across streams, but each stream's own commits in version order.
     const next = new Map([...byStream.keys()].map((k) => [k, 0]));
     const ordered: CommitDocument[] = [];
     for (const c of batch) {
-      const key = `${c.t}\u0000${c.s}`;
+      const key = streamKey(c);
       if (blocked.has(key)) continue;
       const list = byStream.get(key)!;
       const i = next.get(key)!;
