@@ -1,0 +1,53 @@
+/**
+ * Runs the benchmarks (all, or those named on the command line: `npm run bench -- append`),
+ * prints their tables and writes `bench/results/latest.md`.
+ */
+import { fileURLToPath } from 'node:url';
+import { appendBench } from './append.bench.js';
+import { outboxBench } from './outbox.bench.js';
+import { rebuildBench } from './rebuild.bench.js';
+import { provisionInfra } from './lib/infra.js';
+import type { Bench, BenchReport } from './lib/report.js';
+import { machineLine, writeResults } from './lib/results-file.js';
+import { textTable } from './lib/table.js';
+
+const BENCHES: Bench[] = [appendBench, rebuildBench, outboxBench];
+const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
+
+async function main(): Promise<void> {
+  const names = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+  const unknown = names.filter((name) => !BENCHES.some((b) => b.name === name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown benchmark ${unknown.join(', ')}; known: ${BENCHES.map((b) => b.name).join(', ')}`,
+    );
+  }
+  const selected = names.length > 0 ? BENCHES.filter((b) => names.includes(b.name)) : BENCHES;
+  const infra = await provisionInfra(selected.some((b) => b.needsNats));
+  const reports: BenchReport[] = [];
+  try {
+    console.log(`Machine: ${machineLine(infra)}\n`);
+    for (const bench of selected) {
+      const started = Date.now();
+      const report = await bench.run(infra);
+      reports.push(report);
+      console.log(`${textTable(report)}\n   (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+    }
+  } finally {
+    if (reports.length > 0) {
+      await writeResults(
+        RESULTS,
+        reports,
+        infra,
+        BENCHES.map((b) => b.name),
+      );
+      console.log(`Wrote ${RESULTS}`);
+    }
+    await infra.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
