@@ -17,6 +17,8 @@ import {
 } from '@keel/core';
 import { MongoCheckpointStore, MongoEventStore, MongoLeaseStore } from '@keel/core/mongodb';
 import { NatsEventBus } from '@keel/core/nats';
+import { Arrivals } from './lib/arrivals.js';
+import { CallTimes } from './lib/call-times.js';
 import { CommandMonitor, perOperation } from './lib/command-monitor.js';
 import { messageEvent } from './lib/fixtures.js';
 import type { BenchInfra } from './lib/infra.js';
@@ -33,72 +35,6 @@ const ROUNDS = 10;
 const SEQUENTIAL_BATCH = 50;
 const BURST = 50;
 const BURST_ROUNDS = 4;
-const RECEIVE_TIMEOUT_MS = 30_000;
-
-/** Arrival times of messages by id, so a sender can wait for its own message. */
-class Arrivals {
-  private readonly arrived = new Map<string, number>();
-  private readonly waiting = new Map<string, (at: number) => void>();
-
-  receive(id: string): void {
-    const at = now();
-    const waiter = this.waiting.get(id);
-    if (waiter) {
-      this.waiting.delete(id);
-      waiter(at);
-    } else {
-      this.arrived.set(id, at);
-    }
-  }
-
-  /** When the message `id` arrived (now or later); rejects after a timeout. */
-  when(id: string): Promise<number> {
-    const at = this.arrived.get(id);
-    if (at !== undefined) {
-      this.arrived.delete(id);
-      return Promise.resolve(at);
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(id);
-        reject(new Error(`message ${id} not received within ${RECEIVE_TIMEOUT_MS} ms`));
-      }, RECEIVE_TIMEOUT_MS);
-      this.waiting.set(id, (t) => {
-        clearTimeout(timer);
-        resolve(t);
-      });
-    });
-  }
-}
-
-/** The time each call of the relay's collaborators took, by method name. */
-class CallTimes {
-  readonly calls = new Map<string, { count: number; ms: number }>();
-
-  /** `target` with every method call timed under `<label>.<method>`; `onCall` sees each call first. */
-  wrap<T extends object>(label: string, target: T, onCall?: (method: string, args: unknown[]) => void): T {
-    return new Proxy(target, {
-      get: (obj, key, receiver) => {
-        const value: unknown = Reflect.get(obj, key, receiver);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          onCall?.(String(key), args);
-          const start = now();
-          const result: unknown = (value as (...a: unknown[]) => unknown).apply(obj, args);
-          const record = (): void => {
-            const entry = this.calls.get(`${label}.${String(key)}`) ?? { count: 0, ms: 0 };
-            entry.count++;
-            entry.ms += now() - start;
-            this.calls.set(`${label}.${String(key)}`, entry);
-          };
-          if (result instanceof Promise) return result.finally(record);
-          record();
-          return result;
-        };
-      },
-    });
-  }
-}
 
 /** The payload a raw publisher would send: a recorded event as JSON, the same as Keel publishes. */
 const rawPayload = (eventId: string, stream: string, version: number): string => {

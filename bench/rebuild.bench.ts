@@ -7,6 +7,7 @@ import type { Decider, EventData, RecordedEvent } from '@keel/core';
 import { CommandHandler } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
 import { CommandMonitor, perOperation } from './lib/command-monitor.js';
+import { describePlan } from './lib/explain.js';
 import { messageEvents } from './lib/fixtures.js';
 import type { BenchInfra } from './lib/infra.js';
 import { freshStore } from './lib/infra.js';
@@ -83,24 +84,6 @@ const parseAll = (docs: RawCommit[], fromVersion = 1): number => {
     });
   }
   return parsed;
-};
-
-/** How the server runs a stream read, from its explain output (FerretDB's or MongoDB's). */
-const describePlan = (explain: Record<string, unknown>): string => {
-  if ('filterPushdown' in explain) {
-    const planner = explain.queryPlanner as { Plan?: string[] } | undefined;
-    return (
-      `FerretDB explain: filterPushdown ${String(explain.filterPushdown)}, sortPushdown ${String(explain.sortPushdown)}, ` +
-      `SQLite plan "${(planner?.Plan ?? []).map((p) => p.replace(/^.*detail=/, '')).join('; ')}"`
-    );
-  }
-  const stages: string[] = [];
-  let stage = (explain.queryPlanner as { winningPlan?: Record<string, unknown> } | undefined)?.winningPlan;
-  while (stage) {
-    stages.push(`${String(stage.stage)}${stage.indexName ? `(${String(stage.indexName)})` : ''}`);
-    stage = stage.inputStage as Record<string, unknown> | undefined;
-  }
-  return `MongoDB winning plan ${stages.join(' ← ') || 'unknown'}`;
 };
 
 interface Layout {
