@@ -16,7 +16,25 @@ export interface PreparedEvent {
 const TYPE = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
+/** UTF-8 size of a string without encoding it (a lone surrogate counts as its 3-byte replacement). */
+const utf8Length = (text: string): number => {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (
+      c >= 0xd800 &&
+      c <= 0xdbff &&
+      i + 1 < text.length &&
+      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
+      bytes += 2; // a surrogate pair: 2 UTF-16 units, 4 bytes
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
+};
 
 /** Validates the arguments of an append and serializes its events; shared by every adapter. */
 export const prepareAppend = (

@@ -97,7 +97,9 @@ export interface EventStore {
    */
   sequence(): Promise<number>;
   /** Resolves after the next append in this process (or after `timeoutMs`): lets relays sleep. */
-  waitForAppend(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void>;
+  /** Appends made through this instance so far; pass it as `since` so no append is missed. */
+  readonly appendCount: number;
   readonly snapshots: SnapshotStore;
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { ConcurrencyError, ValidationError } from '../errors/index.js';
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
+import { AppendSignal } from './append-signal.js';
 import { prepareAppend, versionMismatch } from './append-guard.js';
 import type {
   AppendOptions,
@@ -56,7 +57,7 @@ export class InMemoryEventStore implements EventStore {
   private readonly streams = new Map<string, StoredCommit[]>();
   private readonly commitsById = new Map<string, StoredCommit>();
   private readonly global: RecordedEvent[] = [];
-  private waiters: Array<() => void> = [];
+  private readonly appended = new AppendSignal();
   readonly snapshots: SnapshotStore = new InMemorySnapshotStore();
 
   async append(
@@ -103,7 +104,7 @@ export class InMemoryEventStore implements EventStore {
     this.streams.set(key(tenantId, streamName), commits);
     this.commitsById.set(key(tenantId, commitId), commit);
     this.global.push(...recorded);
-    this.wake();
+    this.appended.notify();
     return {
       commitId,
       fromVersion: commit.fromVersion,
@@ -157,28 +158,16 @@ export class InMemoryEventStore implements EventStore {
     return 0;
   }
 
-  waitForAppend(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        this.waiters = this.waiters.filter((w) => w !== done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      signal?.addEventListener('abort', done);
-      this.waiters.push(done);
-    });
+  waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void> {
+    return this.appended.wait(timeoutMs, signal, since);
+  }
+
+  get appendCount(): number {
+    return this.appended.count;
   }
 
   async close(): Promise<void> {
-    this.wake();
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
+    this.appended.release();
   }
 
   private replayResult(commit: StoredCommit, tenantId: string, streamName: string): AppendResult {

@@ -1,3 +1,4 @@
 export * from './event-store.js';
 export * from './append-guard.js';
 export * from './in-memory-event-store.js';
+export * from './append-signal.js';

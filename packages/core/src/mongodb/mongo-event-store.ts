@@ -11,7 +11,7 @@ import type {
   ReadStreamOptions,
   SnapshotStore,
 } from '../event-store/index.js';
-import { prepareAppend, versionMismatch } from '../event-store/index.js';
+import { AppendSignal, prepareAppend, versionMismatch } from '../event-store/index.js';
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import type { CommitDocument, LogPageDocument } from './commit-document.js';
@@ -45,7 +45,7 @@ export class MongoEventStore implements EventStore {
   private readonly pages: Collection<LogPageDocument>;
   private readonly sequencer: MongoSequencer;
   private readonly boundaries = new StreamBoundaries();
-  private waiters: Array<() => void> = [];
+  private readonly appended = new AppendSignal();
   private ownedClient: MongoClient | undefined;
   /** Which server answers: indexes that only serve queries are skipped on FerretDB. */
   serverKind: 'mongodb' | 'ferretdb' = 'mongodb';
@@ -140,7 +140,7 @@ export class MongoEventStore implements EventStore {
       }
       this.boundaries.add(tenantId, streamName, doc.v);
       this.sequencer.hint(doc);
-      this.wake();
+      this.appended.notify();
       return {
         commitId,
         fromVersion: doc.f,
@@ -260,22 +260,16 @@ export class MongoEventStore implements EventStore {
     return this.sequencer.run();
   }
 
-  waitForAppend(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        this.waiters = this.waiters.filter((w) => w !== done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      signal?.addEventListener('abort', done);
-      this.waiters.push(done);
-    });
+  waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void> {
+    return this.appended.wait(timeoutMs, signal, since);
+  }
+
+  get appendCount(): number {
+    return this.appended.count;
   }
 
   async close(): Promise<void> {
-    this.wake();
+    this.appended.release();
     await this.ownedClient?.close();
   }
 
@@ -314,11 +308,5 @@ export class MongoEventStore implements EventStore {
       events: toRecordedEvents(doc),
       idempotentReplay: true,
     };
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
   }
 }

@@ -102,7 +102,8 @@ export class OutboxRelay {
           await sleep(this.leaseTtlMs / 4, signal);
           continue;
         }
-        if ((await this.round()) === 0) await this.options.store.waitForAppend(this.idleMs, signal);
+        const seen = this.options.store.appendCount;
+        if ((await this.round()) === 0) await this.options.store.waitForAppend(this.idleMs, signal, seen);
         delete this.stats.lastError;
       } catch (error) {
         this.stats.lastError = error instanceof Error ? error.message : String(error);

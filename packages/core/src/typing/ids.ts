@@ -1,7 +1,18 @@
 let lastMs = 0;
 let seq = 0;
 
-const random = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n));
+// Random bytes drawn in blocks: one getRandomValues call serves 256 ids.
+const pool = new Uint8Array(4096);
+let poolOffset = pool.length;
+const random = (n: number): Uint8Array => {
+  if (poolOffset + n > pool.length) {
+    globalThis.crypto.getRandomValues(pool);
+    poolOffset = 0;
+  }
+  poolOffset += n;
+  return pool.slice(poolOffset - n, poolOffset);
+};
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /** A UUIDv7: time-ordered, so ids sort by creation and index well. Monotonic within a process. */
 export const uuidv7 = (): string => {
@@ -23,6 +34,7 @@ export const uuidv7 = (): string => {
   bytes[6] = 0x70 | ((seq >> 8) & 0x0f);
   bytes[7] = seq & 0xff;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  let hex = '';
+  for (const b of bytes) hex += HEX[b];
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 };

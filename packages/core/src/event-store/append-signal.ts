@@ -1,0 +1,42 @@
+/**
+ * Counts this process's appends and wakes whoever waits for the next one. A waiter passes the
+ * count it last saw, so an append that lands between its look and its wait is never missed.
+ */
+export class AppendSignal {
+  private appends = 0;
+  private waiters = new Set<() => void>();
+
+  /** Appends seen so far in this process. */
+  get count(): number {
+    return this.appends;
+  }
+
+  /** Records an append and wakes every waiter. */
+  notify(): void {
+    this.appends++;
+    this.release();
+  }
+
+  /** Wakes every waiter without an append (e.g. on close). */
+  release(): void {
+    const waiters = this.waiters;
+    this.waiters = new Set();
+    for (const w of waiters) w();
+  }
+
+  /** Resolves on the next append, at once if one happened since `since`, or after `timeoutMs`. */
+  wait(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void> {
+    if ((since !== undefined && since !== this.appends) || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      signal?.addEventListener('abort', done);
+      this.waiters.add(done);
+    });
+  }
+}
