@@ -22,6 +22,12 @@ export interface OutboxRelayOptions {
   /** How long an idle relay sleeps before looking again (an append in this process wakes it). */
   idleMs?: number;
   leaseTtlMs?: number;
+  /**
+   * How often the checkpoint is saved while events flow (and always when a drain ends). After a
+   * crash the next relay republishes at most this much; JetStream drops the duplicates by event id.
+   * Default 100 ms.
+   */
+  checkpointEveryMs?: number;
   logger?: RelayLogger;
 }
 
@@ -49,12 +55,18 @@ export class OutboxRelay {
   private running: Promise<void> | undefined;
   private readonly abort = new AbortController();
   private leaseCheckedAt = 0;
+  private readonly checkpointEveryMs: number;
+  /** Published up to here; undefined until read from the checkpoint (again after a lease change). */
+  private position: number | undefined;
+  private savedPosition = 0;
+  private savedAt = 0;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.name = options.name ?? 'outbox';
     this.batchSize = options.batchSize ?? 500;
     this.idleMs = options.idleMs ?? 100;
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
+    this.checkpointEveryMs = options.checkpointEveryMs ?? 100;
   }
 
   /** Starts the relay loop in the background. */
@@ -78,20 +90,33 @@ export class OutboxRelay {
   /** Runs rounds until nothing is left to sequence or publish (regardless of the lease). */
   async drain(): Promise<void> {
     while ((await this.round()) > 0);
+    await this.saveCheckpoint(true);
   }
 
   /** One round: sequence, read a page after the checkpoint, publish it, save the checkpoint. */
   async round(): Promise<number> {
     const { store, bus, checkpoints } = this.options;
     const placed = await store.sequence();
-    const after = await checkpoints.load(this.name);
-    const page = await store.readAll({ after, limit: this.batchSize, scope: 'all-tenants' });
+    if (this.position === undefined) {
+      this.position = await checkpoints.load(this.name);
+      this.savedPosition = this.position;
+    }
+    const page = await store.readAll({ after: this.position, limit: this.batchSize, scope: 'all-tenants' });
     if (page.events.length > 0) await bus.publish(page.events);
-    if (page.lastPosition > after) await checkpoints.save(this.name, page.lastPosition);
+    this.position = page.lastPosition;
+    await this.saveCheckpoint(false);
     this.stats.published += page.events.length;
     this.stats.position = page.lastPosition;
     this.stats.rounds++;
     return placed + page.events.length;
+  }
+
+  private async saveCheckpoint(force: boolean): Promise<void> {
+    if (this.position === undefined || this.position <= this.savedPosition) return;
+    if (!force && Date.now() - this.savedAt < this.checkpointEveryMs) return;
+    await this.options.checkpoints.save(this.name, this.position);
+    this.savedPosition = this.position;
+    this.savedAt = Date.now();
   }
 
   private async loop(): Promise<void> {
@@ -103,7 +128,10 @@ export class OutboxRelay {
           continue;
         }
         const seen = this.options.store.appendCount;
-        if ((await this.round()) === 0) await this.options.store.waitForAppend(this.idleMs, signal, seen);
+        if ((await this.round()) === 0) {
+          await this.saveCheckpoint(true); // never sit idle on an unsaved position
+          await this.options.store.waitForAppend(this.idleMs, signal, seen);
+        }
         delete this.stats.lastError;
       } catch (error) {
         this.stats.lastError = error instanceof Error ? error.message : String(error);
@@ -123,6 +151,8 @@ export class OutboxRelay {
         held ? 'outbox lease acquired' : 'outbox lease held elsewhere',
       );
     }
+    // A relay that gains or loses the lease rereads the checkpoint another one may have moved.
+    if (held !== this.stats.holdsLease) this.position = undefined;
     this.stats.holdsLease = held;
     this.leaseCheckedAt = now;
     return held;

@@ -80,6 +80,19 @@ describe('outbox relay', () => {
     await bus.close();
   });
 
+  it('an idle relay has saved its checkpoint, so a crash then republishes nothing', async () => {
+    const { store, bus, checkpoints, leases } = setup();
+    const relay = new OutboxRelay({ store, bus, checkpoints, leases, idleMs: 10, checkpointEveryMs: 60_000 });
+    relay.start();
+    await eventuallyTrue(() => relay.stats.holdsLease);
+    await store.append('acme', 'doc-1', [{ type: 'A', data: {} }]);
+    await store.append('acme', 'doc-2', [{ type: 'B', data: {} }, { type: 'C', data: {} }]);
+    await eventuallyTrue(async () => (await checkpoints.load('outbox')) === 3);
+    expect(relay.stats.published).toBe(3);
+    await relay.stop();
+    await bus.close();
+  });
+
   it('stop() returns only after what was committed before it is published', async () => {
     const { store, bus, checkpoints, leases } = setup();
     const relay = new OutboxRelay({ store, bus, checkpoints, leases, idleMs: 60_000 });
