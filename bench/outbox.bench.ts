@@ -144,8 +144,7 @@ const rowsOf = (collected: Map<string, { latencies: number[]; wallMs: number }>,
 /**
  * Delivers `count` events one by one through a relay whose collaborators are timed, to see where
  * the time goes. Also counts the relay's idle waits that began while an event was committed but not
- * yet published: such a wait is not woken by that event's append (its wake came earlier, during
- * the relay's previous, empty round) and lasts the whole idle timeout.
+ * yet published (they return at once: the relay waits for appends after the count it last saw).
  */
 async function breakdown(setup: Setup, bus: EventBus, count: number, mongoUrl: string): Promise<string> {
   const times = new CallTimes();
@@ -195,8 +194,8 @@ async function breakdown(setup: Setup, bus: EventBus, count: number, mongoUrl: s
     const idle =
       waits === 0
         ? 'The relay never went idle: each round outlasted the delivery and the next append, so every round found the next commit.'
-        : `${missed} of ${waits} idle waits began with a committed, unpublished event (its append's wake-up came ` +
-          `while the relay was in a round that had already looked, so the event waited out the 100 ms idle timeout); ` +
+        : `${missed} of ${waits} idle waits began with a committed, unpublished event (the relay passes the append ` +
+          `count it read before its round, so such a wait returns at once instead of sleeping the 100 ms idle timeout); ` +
           `${latencies.filter((ms) => ms >= 100).length} of ${count} deliveries took 100 ms or more.`;
     return (
       `Where the time goes (${count} more sequential deliveries, relay calls timed, MongoDB commands recorded): p50 ` +
