@@ -86,7 +86,10 @@ describe('outbox relay', () => {
     relay.start();
     await eventuallyTrue(() => relay.stats.holdsLease);
     await store.append('acme', 'doc-1', [{ type: 'A', data: {} }]);
-    await store.append('acme', 'doc-2', [{ type: 'B', data: {} }, { type: 'C', data: {} }]);
+    await store.append('acme', 'doc-2', [
+      { type: 'B', data: {} },
+      { type: 'C', data: {} },
+    ]);
     await eventuallyTrue(async () => (await checkpoints.load('outbox')) === 3);
     expect(relay.stats.published).toBe(3);
     await relay.stop();
