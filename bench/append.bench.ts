@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import type { Collection, IndexDescriptionInfo } from 'mongodb';
 import type { EventData } from '@keel/core';
 import { prepareAppend } from '@keel/core';
-import { MongoEventStore } from '@keel/core/mongodb';
+import type { CommitDocument } from '@keel/core/mongodb';
+import { commitKey, MongoEventStore } from '@keel/core/mongodb';
 import { CommandMonitor, perOperation } from './lib/command-monitor.js';
 import { messageEvents } from './lib/fixtures.js';
 import type { BenchInfra } from './lib/infra.js';
@@ -26,26 +27,11 @@ const TENANT = 'bench';
 const ROUNDS = 12;
 const OPS_PER_BATCH = 100;
 
-/** A commit document as Keel writes it (packages/core/src/mongodb/commit-document.ts). */
-interface RawCommit {
-  _id: string;
-  t: string;
-  s: string;
-  c: string;
-  f: number;
-  v: number;
-  e: Array<{ i: string; y: string; d: string; m: string }>;
-  at: string;
-  q: 0 | 1;
-}
+/** A commit document as Keel writes it: the raw baseline inserts exactly this shape. */
+type RawCommit = CommitDocument;
 
-/** Keel's commit key, `<tenant>|<stream>|<fromVersion, 16 digits>` (checked against Keel's own at start). */
-const commitKey = (stream: string, from: number): string =>
-  `${TENANT}|${stream}|${String(from).padStart(16, '0')}`;
-
-/** What an application using the driver directly would write: the same document, serialized the same way. */
 const rawCommit = (stream: string, from: number, events: EventData[]): RawCommit => ({
-  _id: commitKey(stream, from),
+  _id: commitKey(TENANT, stream, from),
   t: TENANT,
   s: stream,
   c: randomUUID(),

@@ -5,3 +5,5 @@ export * from './ensure-indexes.js';
 export * from './mongo-checkpoints.js';
 export * from './mongo-inbox.js';
 export * from './mongo-dead-letters.js';
+export type { CommitDocument } from './commit-document.js';
+export { commitKey } from './commit-document.js';
