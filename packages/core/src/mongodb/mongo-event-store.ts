@@ -26,6 +26,12 @@ import { StreamBoundaries } from './stream-boundaries.js';
 /** Collection names of the event log; a prefix lets several logs share one database. */
 export interface MongoEventStoreOptions {
   collectionPrefix?: string;
+  /**
+   * How a stream is read after a known commit boundary: `walk` follows the commits by `_id` (point
+   * lookups: the only indexed query FerretDB serves), `range` makes one indexed range query (best
+   * on MongoDB). Default: by server, found at `init()`.
+   */
+  reads?: 'walk' | 'range';
   /** Settings of the sequencer that places commits in the global log. */
   sequencer?: SequencerOptions;
 }
@@ -49,12 +55,16 @@ export class MongoEventStore implements EventStore {
   private ownedClient: MongoClient | undefined;
   /** Which server answers: indexes that only serve queries are skipped on FerretDB. */
   serverKind: 'mongodb' | 'ferretdb' = 'mongodb';
+  private chainLimit = CHAIN_LIMIT;
+  private readonly reads: 'walk' | 'range' | undefined;
 
   constructor(
     readonly db: Db,
     options: MongoEventStoreOptions = {},
   ) {
     const prefix = options.collectionPrefix ?? '';
+    this.reads = options.reads;
+    if (options.reads) this.chainLimit = options.reads === 'walk' ? CHAIN_LIMIT : 0;
     this.commits = db.collection<CommitDocument>(`${prefix}commits`);
     this.pages = db.collection<LogPageDocument>(`${prefix}log_pages`);
     this.snapshots = new MongoSnapshotStore(db.collection(`${prefix}snapshots`), {
@@ -89,6 +99,8 @@ export class MongoEventStore implements EventStore {
   async init(): Promise<void> {
     const info = await this.db.command({ buildInfo: 1 }).catch(() => ({}));
     this.serverKind = 'ferretdbVersion' in info ? 'ferretdb' : 'mongodb';
+    const reads = this.reads ?? (this.serverKind === 'ferretdb' ? 'walk' : 'range');
+    this.chainLimit = reads === 'walk' ? CHAIN_LIMIT : 0;
     await ensureIndexes(this.commits, [{ key: { t: 1, c: 1 }, name: 'commit_id', unique: true }]);
     if (this.serverKind === 'ferretdb') return;
     await ensureIndexes(this.commits, [
@@ -216,7 +228,7 @@ export class MongoEventStore implements EventStore {
   ): Promise<{ docs: CommitDocument[]; complete: boolean }> {
     const docs: CommitDocument[] = [];
     let next = from;
-    for (let i = 0; i < CHAIN_LIMIT; i++) {
+    for (let i = 0; i < this.chainLimit; i++) {
       if (next > to) return { docs, complete: true };
       const doc = await this.commits.findOne({ _id: commitKey(tenantId, streamName, next) });
       if (!doc) return { docs, complete: true };
