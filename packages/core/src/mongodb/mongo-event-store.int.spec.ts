@@ -1,4 +1,5 @@
 import { mongoUrlFor, uniqueName } from '@keel/testkit';
+import { describe, expect, it } from 'vitest';
 import { describeEventStoreContract } from '../event-store/event-store.contract.js';
 import type { MongoEventStoreOptions } from './mongo-event-store.js';
 import { MongoEventStore } from './mongo-event-store.js';
@@ -21,3 +22,32 @@ for (const reads of ['walk', 'range'] as const) {
     };
   });
 }
+
+describe('MongoDB event store: what it writes', () => {
+  it('one document per commit, keyed tenant|stream|fromVersion, payloads as JSON text', async () => {
+    const store = await MongoEventStore.connect(mongoUrlFor(uniqueName('shape')));
+    try {
+      await store.append('acme', 'order-1', [
+        { type: 'Placed', data: { 'a.b': { $gt: 1 } } },
+        { type: 'Paid', data: [] },
+      ]);
+      await store.append('acme', 'order-1', [{ type: 'Shipped', data: { n: 2 ** 53 - 1 } }]);
+      const docs = await store.db.collection('commits').find({}).sort({ f: 1 }).toArray();
+      expect(docs.map((d) => [d._id, d.f, d.v, d.e.length])).toEqual([
+        ['acme|order-1|0000000000000001', 1, 2, 2],
+        ['acme|order-1|0000000000000003', 3, 3, 1],
+      ]);
+      expect(docs[0]!.e[0].d).toBe('{"a.b":{"$gt":1}}');
+      expect(docs[1]!.e[0].d).toBe('{"n":9007199254740991}');
+      const indexes = (await store.db.collection('commits').indexes()).map((i) => i.name).sort();
+      expect(indexes).toEqual(
+        store.serverKind === 'ferretdb'
+          ? ['_id_', 'commit_id']
+          : ['_id_', 'commit_id', 'global_position', 'stream_to_version', 'unsequenced'],
+      );
+    } finally {
+      await store.db.dropDatabase();
+      await store.close();
+    }
+  });
+});
