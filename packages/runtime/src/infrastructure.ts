@@ -90,7 +90,11 @@ const connectBus = async (config: KeelConfig, storage: Storage, logger: KeelLogg
  * Connects the store (MongoDB when `MONGODB_URL` is set, else in memory) and the bus (NATS
  * JetStream when `NATS_URL` is set, else in process), and starts this process's outbox relay.
  */
-export async function createInfrastructure(config: KeelConfig, logger: KeelLogger): Promise<Infrastructure> {
+export async function createInfrastructure(
+  config: KeelConfig,
+  logger: KeelLogger,
+  options: { startRelay?: boolean } = {},
+): Promise<Infrastructure> {
   const kinds: InfrastructureKinds = {
     store: config.mongodbUrl === undefined ? 'memory' : 'mongodb',
     bus: config.natsUrl === undefined ? 'memory' : 'nats',
@@ -112,7 +116,8 @@ export async function createInfrastructure(config: KeelConfig, logger: KeelLogge
     leases,
     logger: logger.child({ component: 'outbox' }),
   });
-  relay.start();
+  // Tools that only look (the operator CLI) do not run a relay candidate.
+  if (options.startRelay ?? true) relay.start();
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
