@@ -1,0 +1,163 @@
+import type { EventData } from '@keel/core';
+
+/** Category of the conversation streams: `conversation-<conversationId>`. */
+export const CONVERSATION_CATEGORY = 'conversation';
+
+/** A tool call as the model asked for it. */
+export interface ToolCallRequest {
+  toolCallId: string;
+  name: string;
+  args: unknown;
+}
+
+/** Why a turn ended normally: the model answered (`stop`) or the step budget ran out. */
+export type FinishReason = 'stop' | 'max_steps';
+
+/** A typed error carried by failed turns and tool results. */
+export interface EventError {
+  code: string;
+  message: string;
+}
+
+/** The agent as it was when a turn started: later edits of the agent do not change a running turn. */
+export interface AgentSnapshot {
+  agentId: string;
+  model: string;
+  maxSteps: number;
+}
+
+/** The conversation exists. */
+export type ConversationCreated = EventData<
+  'ConversationCreated',
+  {
+    conversationId: string;
+    agentId: string;
+    title?: string;
+    metadata?: Record<string, string>;
+    createdAt: string;
+  }
+>;
+
+/** A user message was added; it starts (or queues) a turn. */
+export type UserMessageAdded = EventData<
+  'UserMessageAdded',
+  { messageId: string; turnId: string; content: string; at: string }
+>;
+
+/** A message arrived while a turn ran, with `ifBusy: enqueue`: its turn runs after the current one. */
+export type TurnQueued = EventData<
+  'TurnQueued',
+  { turnId: string; messageId: string; agent: AgentSnapshot; at: string }
+>;
+
+/** A turn started (API `turn.started`). */
+export type TurnStarted = EventData<'TurnStarted', { turnId: string; agent: AgentSnapshot; at: string }>;
+
+/** The model finished one step (API `message.completed`, and `tool.call` per tool call). */
+export type AssistantMessageCompleted = EventData<
+  'AssistantMessageCompleted',
+  { turnId: string; step: number; messageId: string; text: string; toolCalls: ToolCallRequest[]; at: string }
+>;
+
+/** Tokens of one model call (API `usage`). `costUsd` is null when the model's price is unknown. */
+export type UsageRecorded = EventData<
+  'UsageRecorded',
+  {
+    turnId: string;
+    step: number;
+    model: string;
+    promptTokens: number;
+    completionTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+    costUsd: number | null;
+  }
+>;
+
+/** A tool call passed the guard and goes to the tools service (API `tool.call`). */
+export type ToolCallRequested = EventData<
+  'ToolCallRequested',
+  { turnId: string; toolCallId: string; name: string; args: unknown; approvalRequired: boolean; at: string }
+>;
+
+/** A tool call needs a person's decision before it runs (API `approval.required`). */
+export type ApprovalRequested = EventData<
+  'ApprovalRequested',
+  { turnId: string; approvalId: string; toolCallId: string; name: string; args: unknown; requestedAt: string }
+>;
+
+/** A person approved or denied a tool call (API `approval.decided`). */
+export type ApprovalDecided = EventData<
+  'ApprovalDecided',
+  {
+    turnId: string;
+    approvalId: string;
+    toolCallId: string;
+    decision: 'approve' | 'deny';
+    by: string;
+    reason?: string;
+    at: string;
+  }
+>;
+
+/** A tool call's outcome, from the tools service, a denial, or the guard (API `tool.result`). */
+export type ToolCallCompleted = EventData<
+  'ToolCallCompleted',
+  {
+    turnId: string;
+    toolCallId: string;
+    name: string;
+    ok: boolean;
+    result?: unknown;
+    error?: EventError;
+    at: string;
+  }
+>;
+
+/** The turn ended normally (API `turn.completed`). */
+export type TurnCompleted = EventData<
+  'TurnCompleted',
+  { turnId: string; finishReason: FinishReason; at: string }
+>;
+
+/** The turn failed (API `turn.failed`). */
+export type TurnFailed = EventData<'TurnFailed', { turnId: string; error: EventError; at: string }>;
+
+/** The turn was cancelled; its pending approvals are withdrawn (API `turn.cancelled`). */
+export type TurnCancelled = EventData<
+  'TurnCancelled',
+  { turnId: string; by: string; withdrawnApprovals: string[]; at: string }
+>;
+
+/** Every event of a conversation stream. */
+export type ConversationEvent =
+  | ConversationCreated
+  | UserMessageAdded
+  | TurnQueued
+  | TurnStarted
+  | AssistantMessageCompleted
+  | UsageRecorded
+  | ToolCallRequested
+  | ApprovalRequested
+  | ApprovalDecided
+  | ToolCallCompleted
+  | TurnCompleted
+  | TurnFailed
+  | TurnCancelled;
+
+/** The event type names of a conversation stream. */
+export const CONVERSATION_EVENT_TYPES = [
+  'ConversationCreated',
+  'UserMessageAdded',
+  'TurnQueued',
+  'TurnStarted',
+  'AssistantMessageCompleted',
+  'UsageRecorded',
+  'ToolCallRequested',
+  'ApprovalRequested',
+  'ApprovalDecided',
+  'ToolCallCompleted',
+  'TurnCompleted',
+  'TurnFailed',
+  'TurnCancelled',
+] as const satisfies ReadonlyArray<ConversationEvent['type']>;

@@ -1,0 +1,65 @@
+import type { AgentSnapshot, EventError } from '@keel/events';
+
+/** What to do with a message that arrives while a turn runs (API `ifBusy`). */
+export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
+
+/** The guard's verdict on one tool call the model asked for (computed before `decide`, purely). */
+export type ToolCallVerdict =
+  { kind: 'allow'; approval: 'never' | 'always' } | { kind: 'refuse'; error: EventError };
+
+/** Commands of the conversation aggregate. `at` is the time the caller observed (deciders read no clock). */
+export type ConversationCommand =
+  | {
+      type: 'CreateConversation';
+      conversationId: string;
+      agentId: string;
+      title?: string;
+      metadata?: Record<string, string>;
+      at: string;
+    }
+  | {
+      type: 'SubmitMessage';
+      turnId: string;
+      messageId: string;
+      content: string;
+      ifBusy: IfBusy;
+      agent: AgentSnapshot;
+      by: string;
+      at: string;
+    }
+  | {
+      type: 'RecordModelOutput';
+      turnId: string;
+      messageId: string;
+      text: string;
+      toolCalls: Array<{ toolCallId: string; name: string; args: unknown; verdict: ToolCallVerdict }>;
+      usage: {
+        model: string;
+        promptTokens: number;
+        completionTokens: number;
+        cacheReadTokens: number;
+        cacheWriteTokens: number;
+        costUsd: number | null;
+      };
+      /** Approval ids for the calls that need one, by tool call id (ids come from outside: deciders are pure). */
+      approvalIds: Record<string, string>;
+      at: string;
+    }
+  | {
+      type: 'DecideApproval';
+      approvalId: string;
+      decision: 'approve' | 'deny';
+      by: string;
+      reason?: string;
+      at: string;
+    }
+  | {
+      type: 'RecordToolResult';
+      toolCallId: string;
+      ok: boolean;
+      result?: unknown;
+      error?: EventError;
+      at: string;
+    }
+  | { type: 'FailTurn'; turnId: string; error: EventError; at: string }
+  | { type: 'CancelTurn'; by: string; at: string };

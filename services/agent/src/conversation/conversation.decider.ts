@@ -1,0 +1,268 @@
+import type { Decider } from '@keel/core';
+import { NotFoundError, PreconditionError, ValidationError } from '@keel/core';
+import type { ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
+import type { ConversationCommand } from './conversation.commands.js';
+import type { Conversation, CurrentTurn } from './conversation.state.js';
+import { evolve, initialConversation } from './conversation.state.js';
+
+/** A message longer than this is refused (the gateway enforces its own, usually smaller, limit). */
+export const MAX_MESSAGE_CHARS = 200_000;
+
+/** Raised when a conversation is busy or an approval is already decided: HTTP 409 `conflict`. */
+export class ConversationConflictError extends PreconditionError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(message, { details: { ...details, conflict: true } });
+  }
+}
+
+const requireExists = (state: Conversation): void => {
+  if (state.status === 'new') throw new NotFoundError('conversation not found');
+};
+
+const requireTurn = (state: Conversation, turnId: string): CurrentTurn => {
+  if (!state.turn || state.turn.turnId !== turnId) {
+    throw new ConversationConflictError(`turn ${turnId} is not running`, { turnId });
+  }
+  return state.turn;
+};
+
+/** Results for every tool call of the turn that has none yet, so the next model call sees a reply to each. */
+const closeOpenCalls = (turn: CurrentTurn, error: EventError, at: string): ToolCallCompleted[] =>
+  turn.toolCalls
+    .filter((c) => c.state !== 'completed')
+    .map((c) => ({
+      type: 'ToolCallCompleted',
+      data: { turnId: turn.turnId, toolCallId: c.toolCallId, name: c.name, ok: false, error, at },
+    }));
+
+/** Starts the next queued turn, if any, after the current one ended. */
+const startNextQueued = (state: Conversation, at: string): ConversationEvent[] => {
+  const next = state.queued[0];
+  if (!next) return [];
+  return [{ type: 'TurnStarted', data: { turnId: next.turnId, agent: next.agent, at } }];
+};
+
+/** When the last open tool call of a turn completes, the turn needs another model step, or it is over. */
+const afterToolCalls = (
+  state: Conversation,
+  events: ConversationEvent[],
+  at: string,
+): ConversationEvent[] => {
+  const after = events.reduce(evolve, state);
+  const turn = after.turn;
+  if (!turn || turn.toolCalls.some((c) => c.state !== 'completed')) return events;
+  if (turn.step < turn.agent.maxSteps) return events;
+  return [
+    ...events,
+    { type: 'TurnCompleted', data: { turnId: turn.turnId, finishReason: 'max_steps', at } },
+    ...startNextQueued(after, at),
+  ];
+};
+
+/** The conversation aggregate's decisions: pure, no I/O, ids and times come in the commands. */
+export const decide = (command: ConversationCommand, state: Conversation): ConversationEvent[] => {
+  switch (command.type) {
+    case 'CreateConversation': {
+      if (state.status !== 'new') {
+        throw new ConversationConflictError('conversation already exists', { conversationId: state.id });
+      }
+      const { conversationId, agentId, title, metadata, at } = command;
+      return [
+        {
+          type: 'ConversationCreated',
+          data: {
+            conversationId,
+            agentId,
+            createdAt: at,
+            ...(title ? { title } : {}),
+            ...(metadata ? { metadata } : {}),
+          },
+        },
+      ];
+    }
+    case 'SubmitMessage': {
+      requireExists(state);
+      const { turnId, messageId, content, ifBusy, agent, by, at } = command;
+      if (content.trim().length === 0)
+        throw new ValidationError('content must not be empty', { field: 'content' });
+      if (content.length > MAX_MESSAGE_CHARS) {
+        throw new ValidationError(`content is over ${MAX_MESSAGE_CHARS} characters`, { field: 'content' });
+      }
+      const added: ConversationEvent = { type: 'UserMessageAdded', data: { messageId, turnId, content, at } };
+      if (!state.turn) return [added, { type: 'TurnStarted', data: { turnId, agent, at } }];
+      switch (ifBusy) {
+        case 'reject':
+          throw new ConversationConflictError('a turn is already running', { turnId: state.turn.turnId });
+        case 'enqueue':
+          return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, at } }];
+        case 'interrupt': {
+          const cancelled = cancelTurn(state, state.turn, by, at);
+          return [...cancelled, added, { type: 'TurnStarted', data: { turnId, agent, at } }];
+        }
+      }
+      break;
+    }
+    case 'RecordModelOutput': {
+      requireExists(state);
+      const turn = requireTurn(state, command.turnId);
+      if (turn.toolCalls.some((c) => c.state !== 'completed')) {
+        throw new ConversationConflictError('the turn is waiting for tool results', { turnId: turn.turnId });
+      }
+      if (turn.step >= turn.agent.maxSteps) {
+        throw new ConversationConflictError('the turn has used all its steps', { turnId: turn.turnId });
+      }
+      const { turnId, messageId, text, toolCalls, usage, approvalIds, at } = command;
+      const step = turn.step + 1;
+      const events: ConversationEvent[] = [
+        {
+          type: 'AssistantMessageCompleted',
+          data: {
+            turnId,
+            step,
+            messageId,
+            text,
+            toolCalls: toolCalls.map(({ toolCallId, name, args }) => ({ toolCallId, name, args })),
+            at,
+          },
+        },
+        { type: 'UsageRecorded', data: { turnId, step, ...usage } },
+      ];
+      if (toolCalls.length === 0) {
+        const stepped = events.reduce(evolve, state);
+        return [
+          ...events,
+          { type: 'TurnCompleted', data: { turnId, finishReason: 'stop', at } },
+          ...startNextQueued(stepped, at),
+        ];
+      }
+      const outOfSteps = step >= turn.agent.maxSteps;
+      for (const call of toolCalls) {
+        const { toolCallId, name, args, verdict } = call;
+        if (outOfSteps || verdict.kind === 'refuse') {
+          const error: EventError = outOfSteps
+            ? {
+                code: 'max_steps',
+                message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
+              }
+            : (verdict as { error: EventError }).error;
+          events.push(
+            {
+              type: 'ToolCallRequested',
+              data: { turnId, toolCallId, name, args, approvalRequired: false, at },
+            },
+            { type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } },
+          );
+          continue;
+        }
+        const approvalRequired = verdict.approval === 'always';
+        events.push({
+          type: 'ToolCallRequested',
+          data: { turnId, toolCallId, name, args, approvalRequired, at },
+        });
+        if (approvalRequired) {
+          const approvalId = approvalIds[toolCallId];
+          if (!approvalId) throw new ValidationError(`no approval id for tool call ${toolCallId}`);
+          events.push({
+            type: 'ApprovalRequested',
+            data: { turnId, approvalId, toolCallId, name, args, requestedAt: at },
+          });
+        }
+      }
+      return afterToolCalls(state, events, at);
+    }
+    case 'DecideApproval': {
+      requireExists(state);
+      const { approvalId, decision, by, reason, at } = command;
+      const pending = state.pendingApprovals.find((a) => a.approvalId === approvalId);
+      if (!pending) {
+        if (state.decidedApprovals.includes(approvalId)) {
+          throw new ConversationConflictError('approval already decided', { approvalId });
+        }
+        throw new NotFoundError('approval not found', { details: { approvalId } });
+      }
+      const { turnId, toolCallId, tool } = pending;
+      const decided: ConversationEvent = {
+        type: 'ApprovalDecided',
+        data: { turnId, approvalId, toolCallId, decision, by, ...(reason ? { reason } : {}), at },
+      };
+      if (decision === 'approve') return [decided];
+      const message = `denied by ${by}${reason ? `: ${reason}` : ''}`;
+      return afterToolCalls(
+        state,
+        [
+          decided,
+          {
+            type: 'ToolCallCompleted',
+            data: { turnId, toolCallId, name: tool, ok: false, error: { code: 'denied', message }, at },
+          },
+        ],
+        at,
+      );
+    }
+    case 'RecordToolResult': {
+      requireExists(state);
+      const call = state.turn?.toolCalls.find((c) => c.toolCallId === command.toolCallId);
+      // A result for a call that is done, or of a turn that ended (cancelled), changes nothing.
+      if (!state.turn || !call || call.state === 'completed') return [];
+      if (call.state === 'awaiting_approval') {
+        throw new ConversationConflictError('tool call ran before its approval', {
+          toolCallId: call.toolCallId,
+        });
+      }
+      const { toolCallId, ok, result, error, at } = command;
+      return afterToolCalls(
+        state,
+        [
+          {
+            type: 'ToolCallCompleted',
+            data: {
+              turnId: state.turn.turnId,
+              toolCallId,
+              name: call.name,
+              ok,
+              ...(ok ? { result } : { error: error ?? { code: 'tool_error', message: 'the tool failed' } }),
+              at,
+            },
+          },
+        ],
+        at,
+      );
+    }
+    case 'FailTurn': {
+      requireExists(state);
+      const turn = requireTurn(state, command.turnId);
+      const { error, at } = command;
+      const failed: ConversationEvent[] = [
+        ...closeOpenCalls(turn, { code: 'turn_failed', message: 'not run: the turn failed' }, at),
+        { type: 'TurnFailed', data: { turnId: turn.turnId, error, at } },
+      ];
+      return [...failed, ...startNextQueued(state, at)];
+    }
+    case 'CancelTurn': {
+      requireExists(state);
+      if (!state.turn) throw new ConversationConflictError('no turn is running');
+      const cancelled = cancelTurn(state, state.turn, command.by, command.at);
+      return [...cancelled, ...startNextQueued(state, command.at)];
+    }
+    default: {
+      const unknown: never = command;
+      throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
+    }
+  }
+  return [];
+};
+
+const cancelTurn = (state: Conversation, turn: CurrentTurn, by: string, at: string): ConversationEvent[] => {
+  const withdrawn = state.pendingApprovals.filter((a) => a.turnId === turn.turnId).map((a) => a.approvalId);
+  return [
+    ...closeOpenCalls(turn, { code: 'cancelled', message: `not run: the turn was cancelled by ${by}` }, at),
+    { type: 'TurnCancelled', data: { turnId: turn.turnId, by, withdrawnApprovals: withdrawn, at } },
+  ];
+};
+
+/** The conversation aggregate. */
+export const conversationDecider: Decider<Conversation, ConversationCommand, ConversationEvent> = {
+  initialState: initialConversation,
+  decide,
+  evolve,
+};

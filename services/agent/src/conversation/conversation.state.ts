@@ -1,0 +1,206 @@
+import type { AgentSnapshot, ConversationEvent, ToolCallRequest } from '@keel/events';
+
+/** A message of the conversation as the model and the API see it. */
+export interface ConversationMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+  toolCalls?: ToolCallRequest[];
+  toolCallId?: string;
+  /** For tool messages: whether the tool succeeded, and its full result or error. */
+  ok?: boolean;
+}
+
+/** A tool call of the running turn and where it stands. */
+export interface TurnToolCall {
+  toolCallId: string;
+  name: string;
+  args: unknown;
+  state: 'awaiting_approval' | 'requested' | 'completed';
+  approvalId?: string;
+}
+
+/** An approval waiting for a person. */
+export interface PendingApproval {
+  approvalId: string;
+  toolCallId: string;
+  turnId: string;
+  tool: string;
+  args: unknown;
+  requestedAt: string;
+}
+
+/** The running turn. */
+export interface CurrentTurn {
+  turnId: string;
+  agent: AgentSnapshot;
+  /** Model calls made so far in this turn. */
+  step: number;
+  toolCalls: TurnToolCall[];
+}
+
+/** The conversation rebuilt from its events: plain JSON, so it snapshots as it is. */
+export interface Conversation {
+  id: string;
+  agentId: string;
+  status: 'new' | 'idle' | 'running' | 'awaiting_approval' | 'failed';
+  createdAt: string;
+  title?: string;
+  messages: ConversationMessage[];
+  turn?: CurrentTurn;
+  /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
+  queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot }>;
+  pendingApprovals: PendingApproval[];
+  /** Approvals already decided (so a second decision is a conflict, not "unknown"). */
+  decidedApprovals: string[];
+  usage: { promptTokens: number; completionTokens: number; cacheReadTokens: number; costUsd: number };
+}
+
+/** A conversation before its first event. */
+export const initialConversation = (): Conversation => ({
+  id: '',
+  agentId: '',
+  status: 'new',
+  createdAt: '',
+  messages: [],
+  queued: [],
+  pendingApprovals: [],
+  decidedApprovals: [],
+  usage: { promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, costUsd: 0 },
+});
+
+/** The status a running turn has: paused while any of its tool calls awaits a decision. */
+const runningStatus = (turn: CurrentTurn): Conversation['status'] =>
+  turn.toolCalls.some((c) => c.state === 'awaiting_approval') ? 'awaiting_approval' : 'running';
+
+const withTurn = (state: Conversation, turn: CurrentTurn): Conversation => ({
+  ...state,
+  turn,
+  status: runningStatus(turn),
+});
+
+const updateCall = (turn: CurrentTurn, toolCallId: string, change: Partial<TurnToolCall>): CurrentTurn => ({
+  ...turn,
+  toolCalls: turn.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, ...change } : c)),
+});
+
+/** Folds one event into the conversation. */
+export const evolve = (state: Conversation, event: ConversationEvent): Conversation => {
+  switch (event.type) {
+    case 'ConversationCreated': {
+      const { conversationId, agentId, title, createdAt } = event.data;
+      return {
+        ...state,
+        id: conversationId,
+        agentId,
+        createdAt,
+        status: 'idle',
+        ...(title ? { title } : {}),
+      };
+    }
+    case 'UserMessageAdded':
+      return {
+        ...state,
+        messages: [
+          ...state.messages,
+          { id: event.data.messageId, role: 'user', content: event.data.content },
+        ],
+      };
+    case 'TurnQueued':
+      return {
+        ...state,
+        queued: [
+          ...state.queued,
+          { turnId: event.data.turnId, messageId: event.data.messageId, agent: event.data.agent },
+        ],
+      };
+    case 'TurnStarted':
+      return withTurn(
+        { ...state, queued: state.queued.filter((q) => q.turnId !== event.data.turnId) },
+        { turnId: event.data.turnId, agent: event.data.agent, step: 0, toolCalls: [] },
+      );
+    case 'AssistantMessageCompleted': {
+      const { messageId, text, toolCalls, step } = event.data;
+      const message: ConversationMessage = {
+        id: messageId,
+        role: 'assistant',
+        content: text,
+        ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      };
+      const next = { ...state, messages: [...state.messages, message] };
+      return state.turn ? withTurn(next, { ...state.turn, step }) : next;
+    }
+    case 'UsageRecorded':
+      return {
+        ...state,
+        usage: {
+          promptTokens: state.usage.promptTokens + event.data.promptTokens,
+          completionTokens: state.usage.completionTokens + event.data.completionTokens,
+          cacheReadTokens: state.usage.cacheReadTokens + event.data.cacheReadTokens,
+          costUsd: state.usage.costUsd + (event.data.costUsd ?? 0),
+        },
+      };
+    case 'ToolCallRequested': {
+      if (!state.turn) return state;
+      const { toolCallId, name, args, approvalRequired } = event.data;
+      const call: TurnToolCall = {
+        toolCallId,
+        name,
+        args,
+        state: approvalRequired ? 'awaiting_approval' : 'requested',
+      };
+      return withTurn(state, { ...state.turn, toolCalls: [...state.turn.toolCalls, call] });
+    }
+    case 'ApprovalRequested': {
+      const { approvalId, toolCallId, turnId, name, args, requestedAt } = event.data;
+      const pending: PendingApproval = { approvalId, toolCallId, turnId, tool: name, args, requestedAt };
+      const next = { ...state, pendingApprovals: [...state.pendingApprovals, pending] };
+      return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { approvalId })) : next;
+    }
+    case 'ApprovalDecided': {
+      const { approvalId, toolCallId, decision } = event.data;
+      const next = {
+        ...state,
+        pendingApprovals: state.pendingApprovals.filter((a) => a.approvalId !== approvalId),
+        decidedApprovals: [...state.decidedApprovals, approvalId],
+      };
+      if (!state.turn || decision === 'deny') return state.turn ? withTurn(next, state.turn) : next;
+      return withTurn(next, updateCall(state.turn, toolCallId, { state: 'requested' }));
+    }
+    case 'ToolCallCompleted': {
+      const { toolCallId, ok, result, error } = event.data;
+      const content = ok ? JSON.stringify(result ?? null) : JSON.stringify({ error });
+      const message: ConversationMessage = {
+        id: `tool-${toolCallId}`,
+        role: 'tool',
+        content,
+        toolCallId,
+        ok,
+      };
+      const next = { ...state, messages: [...state.messages, message] };
+      return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed' })) : next;
+    }
+    case 'TurnCompleted': {
+      const { turn: _done, ...rest } = state;
+      return { ...rest, status: 'idle' };
+    }
+    case 'TurnFailed': {
+      const { turn: _failed, ...rest } = state;
+      return { ...rest, status: 'failed' };
+    }
+    case 'TurnCancelled': {
+      const { turn: _cancelled, ...rest } = state;
+      const withdrawn = new Set(event.data.withdrawnApprovals);
+      return {
+        ...rest,
+        status: 'idle',
+        pendingApprovals: state.pendingApprovals.filter((a) => !withdrawn.has(a.approvalId)),
+        decidedApprovals: [...state.decidedApprovals, ...event.data.withdrawnApprovals],
+      };
+    }
+    default: {
+      const unknown: never = event;
+      return unknown;
+    }
+  }
+};
