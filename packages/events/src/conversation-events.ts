@@ -24,6 +24,14 @@ export interface AgentSnapshot {
   agentId: string;
   model: string;
   maxSteps: number;
+  /** The agent's phase machine, when it declares one (see the tool guard). */
+  phases?: AgentPhases;
+}
+
+/** Phases an agent moves through: a successful result of `tool` in `from` (any when absent) moves to `to`. */
+export interface AgentPhases {
+  initial: string;
+  transitions: Array<{ from?: string; tool: string; to: string }>;
 }
 
 /** The conversation exists. */
@@ -114,6 +122,12 @@ export type ToolCallCompleted = EventData<
   }
 >;
 
+/** A tool result moved the conversation to another phase of its agent. */
+export type PhaseChanged = EventData<
+  'PhaseChanged',
+  { turnId: string; from: string; to: string; toolCallId: string; at: string }
+>;
+
 /** The turn ended normally (API `turn.completed`). */
 export type TurnCompleted = EventData<
   'TurnCompleted',
@@ -141,6 +155,7 @@ export type ConversationEvent =
   | ApprovalRequested
   | ApprovalDecided
   | ToolCallCompleted
+  | PhaseChanged
   | TurnCompleted
   | TurnFailed
   | TurnCancelled;
@@ -157,6 +172,7 @@ export const CONVERSATION_EVENT_TYPES = [
   'ApprovalRequested',
   'ApprovalDecided',
   'ToolCallCompleted',
+  'PhaseChanged',
   'TurnCompleted',
   'TurnFailed',
   'TurnCancelled',

@@ -4,6 +4,7 @@ import type { ConversationEvent, EventError, ToolCallCompleted } from '@keel/eve
 import type { ConversationCommand } from './conversation.commands.js';
 import type { Conversation, CurrentTurn } from './conversation.state.js';
 import { evolve, initialConversation } from './conversation.state.js';
+import { nextPhase } from '../guard/tool-guard.js';
 
 /** A message longer than this is refused (the gateway enforces its own, usually smaller, limit). */
 export const MAX_MESSAGE_CHARS = 200_000;
@@ -210,6 +211,13 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
         });
       }
       const { toolCallId, ok, result, error, at } = command;
+      const phases = state.turn.agent.phases;
+      const from = state.phase ?? phases?.initial;
+      const to = ok && phases ? nextPhase(phases, from, call.name) : from;
+      const phaseChange: ConversationEvent[] =
+        from !== undefined && to !== undefined && to !== from
+          ? [{ type: 'PhaseChanged', data: { turnId: state.turn.turnId, from, to, toolCallId, at } }]
+          : [];
       return afterToolCalls(
         state,
         [
@@ -224,6 +232,7 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
               at,
             },
           },
+          ...phaseChange,
         ],
         at,
       );

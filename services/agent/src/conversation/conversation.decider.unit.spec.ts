@@ -337,6 +337,46 @@ describe('conversation decider', () => {
       .then([]);
   });
 
+  it('a successful tool result moves the conversation along its agent phases; a failed one does not', () => {
+    const phases = {
+      initial: 'start',
+      transitions: [{ from: 'start', tool: 'verify_identity', to: 'verified' }],
+    };
+    const phased: ConversationEvent[] = [
+      created,
+      userMessage(),
+      { type: 'TurnStarted', data: { turnId: 't1', agent: { ...agent, phases }, at } },
+      ...assistant([{ toolCallId: 'v', name: 'verify_identity' }]),
+      requested('v', 'verify_identity'),
+    ];
+    const ok = { type: 'RecordToolResult', toolCallId: 'v', ok: true, result: { v: 1 }, at } as const;
+    spec
+      .given(phased)
+      .when(ok)
+      .then([
+        completed('v', 'verify_identity'),
+        { type: 'PhaseChanged', data: { turnId: 't1', from: 'start', to: 'verified', toolCallId: 'v', at } },
+      ]);
+    const events = decide(ok, phased.reduce(evolve, initialConversation()));
+    expect([...phased, ...events].reduce(evolve, initialConversation()).phase).toBe('verified');
+    spec
+      .given(phased)
+      .when({ type: 'RecordToolResult', toolCallId: 'v', ok: false, error: { code: 'x', message: 'no' }, at })
+      .then([
+        {
+          type: 'ToolCallCompleted',
+          data: {
+            turnId: 't1',
+            toolCallId: 'v',
+            name: 'verify_identity',
+            ok: false,
+            error: { code: 'x', message: 'no' },
+            at,
+          },
+        },
+      ]);
+  });
+
   it('never exceeds maxSteps: the last step runs no tools and ends the turn with max_steps', () => {
     const oneStep = [created, userMessage(), turnStarted('t1', 1)];
     spec

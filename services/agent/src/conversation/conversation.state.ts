@@ -54,6 +54,8 @@ export interface Conversation {
   /** Approvals already decided (so a second decision is a conflict, not "unknown"). */
   decidedApprovals: string[];
   usage: { promptTokens: number; completionTokens: number; cacheReadTokens: number; costUsd: number };
+  /** The agent phase the conversation is in; undefined means the agent's initial phase. */
+  phase?: string;
 }
 
 /** A conversation before its first event. */
@@ -180,6 +182,8 @@ export const evolve = (state: Conversation, event: ConversationEvent): Conversat
       const next = { ...state, messages: [...state.messages, message] };
       return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed' })) : next;
     }
+    case 'PhaseChanged':
+      return { ...state, phase: event.data.to };
     case 'TurnCompleted': {
       const { turn: _done, ...rest } = state;
       return { ...rest, status: 'idle' };
