@@ -9,7 +9,6 @@ const refund: GuardedTool = {
   phases: ['verified'],
 };
 const lookup: GuardedTool = { name: 'lookup_order', approval: 'never', roles: [], phases: [] };
-const verify: GuardedTool = { name: 'verify_identity', approval: 'never', roles: [], phases: [] };
 const agent: GuardedAgent = {
   tools: ['lookup_order', 'verify_identity', 'refund'],
   phases: { initial: 'start', transitions: [{ from: 'start', tool: 'verify_identity', to: 'verified' }] },
