@@ -1,1 +1,2 @@
 export * from './conversation-events.js';
+export * from './tenant-config-events.js';

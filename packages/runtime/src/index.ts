@@ -24,3 +24,4 @@ export type { RuntimeProviders } from './runtime.module.js';
 export { SHUTDOWN_SIGNALS, exitOnSignal } from './shutdown.js';
 export { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS } from './tokens.js';
 export { TrackingEventBus } from './tracking-bus.js';
+export { SecretBox } from './secrets/secret-box.js';

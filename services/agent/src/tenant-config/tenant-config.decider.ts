@@ -1,0 +1,171 @@
+import type { Decider } from '@keel/core';
+import { ValidationError } from '@keel/core';
+import type {
+  AgentDefinition,
+  KeyRole,
+  Provider,
+  SealedSecret,
+  TenantConfigEvent,
+  ToolDefinition,
+} from '@keel/events';
+import { PROVIDERS } from '@keel/events';
+
+/** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
+export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
+
+const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+const AGENT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$/;
+const ROLES: readonly KeyRole[] = ['admin', 'editor', 'viewer'];
+
+/** A tenant's configuration, rebuilt from its stream. Secrets stay sealed in it. */
+export interface TenantConfig {
+  tools: Record<string, ToolDefinition>;
+  agents: Record<string, AgentDefinition>;
+  providers: Partial<Record<Provider, { apiKey?: SealedSecret; baseUrl?: string }>>;
+  webhookSecret?: SealedSecret;
+}
+
+/** Commands of the tenant configuration; secrets arrive sealed (sealing is I/O, deciders are pure). */
+export type TenantConfigCommand =
+  | { type: 'PutTool'; tool: ToolDefinition; at: string }
+  | { type: 'PutAgent'; agent: AgentDefinition; at: string }
+  | { type: 'PutProvider'; provider: string; apiKey?: SealedSecret; baseUrl?: string; at: string }
+  | { type: 'RotateWebhookSecret'; secret: SealedSecret; at: string };
+
+const fail = (field: string, message: string): never => {
+  throw new ValidationError(message, { field });
+};
+
+const checkUrl = (field: string, value: string): void => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return fail(field, `${field} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(field, `${field} must be http or https`);
+  if (url.username || url.password) fail(field, `${field} must not carry credentials`);
+};
+
+const checkTool = (tool: ToolDefinition): void => {
+  if (!TOOL_NAME.test(tool.name)) fail('name', 'name must match ^[a-zA-Z][a-zA-Z0-9_-]{0,63}$');
+  if ((BUILTIN_TOOL_NAMES as readonly string[]).includes(tool.name)) {
+    fail('name', `"${tool.name}" is a built-in tool's name and is reserved`);
+  }
+  if (
+    typeof tool.description !== 'string' ||
+    tool.description.length === 0 ||
+    tool.description.length > 2_000
+  ) {
+    fail('description', 'description must be 1 to 2000 characters');
+  }
+  if (tool.inputSchema?.type !== 'object')
+    fail('inputSchema', 'inputSchema must be a JSON schema with type "object"');
+  if (tool.kind !== 'webhook') fail('kind', 'kind must be "webhook" (built-in tools cannot be defined)');
+  checkUrl('url', tool.url);
+  if (tool.approval !== 'never' && tool.approval !== 'always')
+    fail('approval', 'approval must be "never" or "always"');
+  if (!Array.isArray(tool.roles) || tool.roles.some((r) => !ROLES.includes(r))) {
+    fail('roles', 'roles must be a list of admin, editor, viewer');
+  }
+  if (!Number.isInteger(tool.timeoutMs) || tool.timeoutMs < 100 || tool.timeoutMs > 120_000) {
+    fail('timeoutMs', 'timeoutMs must be an integer from 100 to 120000');
+  }
+};
+
+const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
+  if (!AGENT_ID.test(agent.agentId)) fail('agentId', 'agentId must match ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$');
+  const [provider, model] = [
+    agent.model.slice(0, agent.model.indexOf(':')),
+    agent.model.slice(agent.model.indexOf(':') + 1),
+  ];
+  if (!agent.model.includes(':') || !model || !(PROVIDERS as readonly string[]).includes(provider)) {
+    fail('model', `model must be provider:model with provider one of ${PROVIDERS.join(', ')}`);
+  }
+  if (typeof agent.instructions !== 'string' || agent.instructions.length > 100_000) {
+    fail('instructions', 'instructions must be a string of at most 100000 characters');
+  }
+  const unknown = agent.tools.filter(
+    (t) => !(t in state.tools) && !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t),
+  );
+  if (unknown.length > 0) fail('tools', `unknown tools: ${unknown.join(', ')}`);
+  if (new Set(agent.tools).size !== agent.tools.length) fail('tools', 'tools must not repeat');
+  if (!Number.isInteger(agent.maxSteps) || agent.maxSteps < 1 || agent.maxSteps > 100) {
+    fail('maxSteps', 'maxSteps must be an integer from 1 to 100');
+  }
+  if (!(agent.temperature >= 0 && agent.temperature <= 2))
+    fail('temperature', 'temperature must be from 0 to 2');
+  if (!Number.isInteger(agent.toolResultMaxChars) || agent.toolResultMaxChars < 100) {
+    fail('toolResultMaxChars', 'toolResultMaxChars must be an integer of at least 100');
+  }
+  const phases = agent.phases;
+  if (phases) {
+    const named = new Set([
+      phases.initial,
+      ...phases.transitions.flatMap((t) => [t.to, ...(t.from ? [t.from] : [])]),
+    ]);
+    if (!phases.initial) fail('phases.initial', 'phases.initial is required');
+    const badTool = phases.transitions.find((t) => !agent.tools.includes(t.tool));
+    if (badTool) fail('phases.transitions', `transition on "${badTool.tool}", which the agent does not have`);
+    if (named.size > 50) fail('phases', 'at most 50 phases');
+  }
+};
+
+/** The tenant configuration aggregate: validates definitions, keeps secrets sealed. */
+export const tenantConfigDecider: Decider<TenantConfig, TenantConfigCommand, TenantConfigEvent> = {
+  initialState: () => ({ tools: {}, agents: {}, providers: {} }),
+  decide: (command, state) => {
+    switch (command.type) {
+      case 'PutTool':
+        checkTool(command.tool);
+        return [{ type: 'ToolConfigured', data: { tool: command.tool, at: command.at } }];
+      case 'PutAgent':
+        checkAgent(command.agent, state);
+        return [{ type: 'AgentConfigured', data: { agent: command.agent, at: command.at } }];
+      case 'PutProvider': {
+        const { provider, apiKey, baseUrl, at } = command;
+        if (!(PROVIDERS as readonly string[]).includes(provider)) {
+          fail('provider', `provider must be one of ${PROVIDERS.join(', ')}`);
+        }
+        if (baseUrl !== undefined) checkUrl('baseUrl', baseUrl);
+        return [
+          {
+            type: 'ProviderConfigured',
+            data: {
+              provider: provider as Provider,
+              ...(apiKey ? { apiKey } : {}),
+              ...(baseUrl ? { baseUrl } : {}),
+              at,
+            },
+          },
+        ];
+      }
+      case 'RotateWebhookSecret':
+        return [{ type: 'WebhookSecretRotated', data: { secret: command.secret, at: command.at } }];
+      default: {
+        const unknown: never = command;
+        throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
+      }
+    }
+  },
+  evolve: (state, event) => {
+    switch (event.type) {
+      case 'ToolConfigured':
+        return { ...state, tools: { ...state.tools, [event.data.tool.name]: event.data.tool } };
+      case 'AgentConfigured':
+        return { ...state, agents: { ...state.agents, [event.data.agent.agentId]: event.data.agent } };
+      case 'ProviderConfigured': {
+        const { provider, apiKey, baseUrl } = event.data;
+        return {
+          ...state,
+          providers: {
+            ...state.providers,
+            [provider]: { ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}) },
+          },
+        };
+      }
+      case 'WebhookSecretRotated':
+        return { ...state, webhookSecret: event.data.secret };
+    }
+  },
+};
