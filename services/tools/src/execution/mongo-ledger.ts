@@ -1,0 +1,113 @@
+import { UnavailableError } from '@keel/core';
+import { isDuplicateKey } from '@keel/core/mongodb';
+import type { Collection, Db } from 'mongodb';
+import { ledgerId, notBegun } from './ledger.js';
+import type { BeginResult, ToolCallAttemptMeta, ToolCallLedger, ToolCallRecord } from './ledger.js';
+import type { ToolCallKey, ToolOutcome } from './types.js';
+
+/** A begun tool call, in `<prefix>tool_calls`. Written once, never updated. */
+export interface ToolCallDocument {
+  /** `${tenantId}|${toolCallId}`: the primary key makes `begin` atomic without other indexes. */
+  _id: string;
+  tenantId: string;
+  toolCallId: string;
+  conversationId: string;
+  name: string;
+  createdAt: Date;
+}
+
+/** The outcome of a tool call, in `<prefix>tool_call_outcomes`. Written once, never updated. */
+export interface ToolOutcomeDocument {
+  /** The same key as the call's document. */
+  _id: string;
+  /**
+   * The outcome as JSON text: a webhook's result is any JSON, and keys with `.` or `$` do not
+   * survive as a sub-document everywhere.
+   */
+  outcome: string;
+  completedAt: Date;
+}
+
+/**
+ * The production ledger on MongoDB or FerretDB 1.24. Both transitions are inserts that the `_id`
+ * index lets succeed once: `begin` inserts the call, `complete` inserts its outcome; a duplicate
+ * key means another caller was first, and its document is read back. No update is ever used:
+ * FerretDB 1.24 applies concurrent conditional updates of one document non-atomically (several
+ * `updateOne({ _id, state: 'in-flight' })` all match, `$inc`s get lost — measured), which would let
+ * a late completion overwrite the first outcome. No transactions, no change streams, no index
+ * beyond `_id`.
+ */
+export class MongoToolCallLedger implements ToolCallLedger {
+  readonly #calls: Collection<ToolCallDocument>;
+  readonly #outcomes: Collection<ToolOutcomeDocument>;
+  readonly #now: () => Date;
+
+  constructor(db: Db, options: { collectionPrefix?: string; now?: () => Date } = {}) {
+    const prefix = options.collectionPrefix ?? '';
+    this.#calls = db.collection<ToolCallDocument>(`${prefix}tool_calls`);
+    this.#outcomes = db.collection<ToolOutcomeDocument>(`${prefix}tool_call_outcomes`);
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  async begin(key: ToolCallKey, meta: ToolCallAttemptMeta): Promise<BeginResult> {
+    const _id = ledgerId(key);
+    const call: ToolCallDocument = {
+      _id,
+      tenantId: key.tenantId,
+      toolCallId: key.toolCallId,
+      conversationId: meta.conversationId,
+      name: meta.name,
+      createdAt: this.#now(),
+    };
+    try {
+      await this.#calls.insertOne(call);
+      return { state: 'new', record: toRecord(call) };
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    const record = await this.#read(_id);
+    if (!record)
+      throw new UnavailableError(`tool call ${key.toolCallId} is in the ledger but could not be read`);
+    return { state: record.state, record };
+  }
+
+  async complete(key: ToolCallKey, outcome: ToolOutcome): Promise<ToolCallRecord> {
+    const _id = ledgerId(key);
+    const call = await this.#calls.findOne({ _id });
+    if (!call) throw notBegun(key);
+    const document: ToolOutcomeDocument = { _id, outcome: JSON.stringify(outcome), completedAt: this.#now() };
+    try {
+      await this.#outcomes.insertOne(document);
+      return toRecord(call, document);
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    const first = await this.#outcomes.findOne({ _id });
+    if (!first) throw new UnavailableError(`the outcome of tool call ${key.toolCallId} could not be read`);
+    return toRecord(call, first);
+  }
+
+  async get(key: ToolCallKey): Promise<ToolCallRecord | undefined> {
+    return this.#read(ledgerId(key));
+  }
+
+  async #read(_id: string): Promise<ToolCallRecord | undefined> {
+    // Calls and outcomes are never deleted and an outcome is only inserted after its call, so
+    // reading both at once cannot produce an outcome without its call being there too.
+    const [call, outcome] = await Promise.all([
+      this.#calls.findOne({ _id }),
+      this.#outcomes.findOne({ _id }),
+    ]);
+    return call ? toRecord(call, outcome ?? undefined) : undefined;
+  }
+}
+
+const toRecord = ({ _id: _key, ...call }: ToolCallDocument, outcome?: ToolOutcomeDocument): ToolCallRecord =>
+  outcome
+    ? {
+        ...call,
+        state: 'completed',
+        completedAt: outcome.completedAt,
+        outcome: JSON.parse(outcome.outcome) as ToolOutcome,
+      }
+    : { ...call, state: 'in-flight' };

@@ -1,0 +1,51 @@
+/** A JSON Schema document as a tenant registers it (an object; its content is checked by ajv). */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+/** What the tools service needs to know about one tool to execute a call of it. */
+export interface ToolDefinition {
+  /** `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`; built-in names are reserved. */
+  name: string;
+  /** `webhook`: POSTed to `url` (API.md); `builtin`: run in process from `BUILTIN_TOOLS`. */
+  kind: 'webhook' | 'builtin';
+  /** The JSON Schema the model's arguments must satisfy (`type: 'object'`). */
+  inputSchema: JsonSchema;
+  /** Where a webhook tool is called; required for `kind: 'webhook'`. */
+  url?: string;
+  /** Per-attempt deadline of a webhook call, in milliseconds. */
+  timeoutMs: number;
+  /** `always`: the call runs only after a user approved it. */
+  approval: 'never' | 'always';
+}
+
+/**
+ * Machine words of tool errors the model sees. `webhook_status_<n>` carries the HTTP status;
+ * built-ins add their own words (e.g. `unknown_timezone`, `division_by_zero`).
+ */
+export type ToolErrorCode =
+  | 'invalid_arguments'
+  | 'approval_required'
+  | 'tool_misconfigured'
+  | 'builtin_failed'
+  | 'webhook_timeout'
+  | 'webhook_unreachable'
+  | 'webhook_invalid_json'
+  | 'webhook_response_too_large'
+  | `webhook_status_${number}`
+  | (string & {});
+
+/** A tool error as the model reads it: a stable word and a sentence saying what went wrong. */
+export interface ToolError {
+  code: ToolErrorCode;
+  message: string;
+}
+
+/** The final result of one tool call: what the ledger keeps and the model eventually sees. */
+export type ToolOutcome =
+  | { ok: true; result: unknown; attempts: number; durationMs: number }
+  | { ok: false; error: ToolError; attempts: number; durationMs: number };
+
+/** Identifies one tool call across redeliveries; ids are only unique within a tenant. */
+export interface ToolCallKey {
+  tenantId: string;
+  toolCallId: string;
+}
