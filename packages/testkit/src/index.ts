@@ -1,6 +1,7 @@
 export { eventually } from './eventually.js';
 export type { EventuallyOptions } from './eventually.js';
 export { freePort } from './free-port.js';
+export * from './fake-openai/index.js';
 export { repoRoot, startProcess, stopAllProcesses } from './start-process.js';
 export type { ExitInfo, ProcessHandle, StartProcessOptions } from './start-process.js';
 export { MONGODB_URL_ENV, NATS_URL_ENV } from './infra-keys.js';
