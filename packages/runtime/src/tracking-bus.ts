@@ -2,6 +2,7 @@ import type {
   Consumer,
   ConsumerOptions,
   DeadLetterStore,
+  EphemeralChannel,
   EventBus,
   EventHandler,
   RecordedEvent,
@@ -18,6 +19,10 @@ export class TrackingEventBus implements EventBus {
 
   get deadLetters(): DeadLetterStore {
     return this.inner.deadLetters;
+  }
+
+  get ephemeral(): EphemeralChannel {
+    return this.inner.ephemeral;
   }
 
   /** How many consumers are running. */

@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '../typing/index.js';
+import type { EphemeralChannel } from './ephemeral.js';
 
 /** One delivery of an event to a consumer. */
 export interface Delivery {
@@ -109,6 +110,8 @@ export interface EventBus {
    * replayed when handled. NotFoundError for an unknown id, PreconditionError when already replayed.
    */
   replayDeadLetter(id: string): Promise<void>;
+  /** Live, unstored messages beside the events: token deltas and cancel signals. */
+  readonly ephemeral: EphemeralChannel;
   /** Resolves when the bus's server answers a round trip (readiness); throws UnavailableError if not. */
   ping(): Promise<void>;
   /** Stops every consumer (letting handlers finish) and closes connections. */

@@ -17,6 +17,7 @@ import type { BusMessage, DeliveryContext } from './handle-delivery.js';
 import { handleDelivery } from './handle-delivery.js';
 import { InMemoryDeadLetters } from './in-memory-dead-letters.js';
 import { InMemoryInbox } from './in-memory-inbox.js';
+import { InMemoryEphemeralChannel } from './ephemeral.js';
 
 /** Settings of the in-process bus; every one has a dev-mode default. */
 export interface InMemoryEventBusOptions {
@@ -62,6 +63,7 @@ interface Durable {
  */
 export class InMemoryEventBus implements EventBus {
   readonly deadLetters: DeadLetterStore;
+  readonly ephemeral = new InMemoryEphemeralChannel();
   readonly #inbox: Inbox;
   readonly #logger: BusLogger;
   readonly #duplicateWindowMs: number;

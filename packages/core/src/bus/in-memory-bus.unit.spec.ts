@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PreconditionError, UnavailableError } from '../errors/index.js';
+import { describeEphemeralContract } from './ephemeral.contract.js';
 import { describeEventBusContract } from './event-bus.contract.js';
 import { InMemoryEventBus } from './in-memory-bus.js';
 
@@ -19,4 +20,9 @@ describe('in-memory bus lifecycle', () => {
     await expect(bus.publish([])).rejects.toBeInstanceOf(PreconditionError);
     await expect(bus.consume({ name: 'late' }, async () => {})).rejects.toBeInstanceOf(PreconditionError);
   });
+});
+
+describeEphemeralContract('in-memory', async () => {
+  const bus = new InMemoryEventBus({ logger: silent });
+  return { bus, cleanup: () => bus.close() };
 });

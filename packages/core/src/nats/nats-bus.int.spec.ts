@@ -4,6 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEphemeralContract } from '../bus/ephemeral.contract.js';
 import { describeEventBusContract } from '../bus/event-bus.contract.js';
 import { EventTooLargeError } from '../errors/index.js';
 import { MongoDeadLetterStore, MongoEventStore, MongoInbox } from '../mongodb/index.js';
@@ -49,6 +50,29 @@ describeEventBusContract('NATS JetStream + MongoDB inbox and dead letters', asyn
     bus,
     cleanup: async () => {
       await bus.close();
+      await jsm.streams.delete(streamName);
+    },
+  };
+});
+
+// Ephemeral messages go on core NATS beside the stream; the check that JetStream stored none of them
+// is the message count of the bus's own stream after the run.
+describeEphemeralContract('core NATS', async () => {
+  const n = ++streams;
+  const streamName = `${fileStream}_${n}`;
+  const bus = await NatsEventBus.connect({
+    servers: testInfra().natsUrl,
+    streamName,
+    subjectPrefix: `${filePrefix}.s${n}`,
+    inbox: new MongoInbox(mongo.db),
+    deadLetters: new MongoDeadLetterStore(mongo.db),
+    logger: silent,
+  });
+  return {
+    bus,
+    cleanup: async () => {
+      await bus.close();
+      expect((await jsm.streams.info(streamName)).state.messages).toBe(0);
       await jsm.streams.delete(streamName);
     },
   };

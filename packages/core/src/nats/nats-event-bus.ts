@@ -22,6 +22,8 @@ import {
   ValidationError,
 } from '../errors/index.js';
 import type { RecordedEvent } from '../typing/index.js';
+import type { EphemeralChannel } from '../bus/ephemeral.js';
+import { NatsEphemeralChannel } from './nats-ephemeral.js';
 import { declareConsumer, declareStream } from './jetstream-setup.js';
 import { NatsConsumer } from './nats-consumer.js';
 import { KeelHeaders } from './nats-headers.js';
@@ -63,7 +65,12 @@ export class NatsEventBus implements EventBus {
     private readonly inbox: Inbox,
     readonly deadLetters: DeadLetterStore,
     private readonly logger: BusLogger,
-  ) {}
+  ) {
+    this.ephemeral = new NatsEphemeralChannel(nc, `${subjectPrefix}_live`, logger);
+  }
+
+  /** Core NATS subjects under `<subjectPrefix>_live`, outside the stream's `<subjectPrefix>.>`. */
+  readonly ephemeral: EphemeralChannel;
 
   /** Connects and declares the stream (create or update), so it is ready to publish and consume. */
   static async connect(options: NatsEventBusOptions): Promise<NatsEventBus> {
