@@ -1,0 +1,35 @@
+import type { PromptMessage, PromptTool } from '../prompt/prompt.js';
+
+/** Credentials and endpoint for one provider, opened (in memory only) for a model call. */
+export interface ProviderCredentials {
+  apiKey?: string;
+  baseUrl?: string;
+}
+
+/** One model call's input. */
+export interface ModelStepInput {
+  /** `provider:model`, e.g. `openai:gpt-4o-mini` or `demo:keel-demo`. */
+  model: string;
+  credentials: ProviderCredentials;
+  messages: PromptMessage[];
+  tools: PromptTool[];
+  temperature: number;
+  /** Aborts the provider request (the HTTP connection closes). */
+  signal: AbortSignal;
+  /** Called with each text delta as it streams. */
+  onDelta: (text: string) => void;
+}
+
+/** One model call's output, aggregated from the stream. */
+export interface ModelStepOutput {
+  text: string;
+  toolCalls: Array<{ toolCallId: string; name: string; args: unknown }>;
+  usage: { promptTokens: number; completionTokens: number; cacheReadTokens: number; cacheWriteTokens: number };
+  /** The model id the provider reported (or the requested one). */
+  model: string;
+  /** Context window fill of this call, when known. */
+  contextTokens: number;
+}
+
+/** Runs one streamed model call; the LangChain implementation lives in `langchain-model-step.ts`. */
+export type ModelStep = (input: ModelStepInput) => Promise<ModelStepOutput>;
