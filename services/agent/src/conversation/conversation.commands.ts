@@ -30,6 +30,8 @@ export type ConversationCommand =
   | {
       type: 'RecordModelOutput';
       turnId: string;
+      /** The step this output is for (the turn's steps so far + 1): a second output for a step is refused. */
+      step: number;
       messageId: string;
       text: string;
       toolCalls: Array<{ toolCallId: string; name: string; args: unknown; verdict: ToolCallVerdict }>;

@@ -114,6 +114,12 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
       }
       const { turnId, messageId, text, toolCalls, usage, approvalIds, at } = command;
       const step = turn.step + 1;
+      if (command.step !== step) {
+        throw new ConversationConflictError(`step ${command.step} is already recorded`, {
+          turnId,
+          step: turn.step,
+        });
+      }
       const events: ConversationEvent[] = [
         {
           type: 'AssistantMessageCompleted',

@@ -50,6 +50,7 @@ const modelOutput = (
 ): ConversationCommand => ({
   type: 'RecordModelOutput',
   turnId,
+  step: 1,
   messageId,
   text: toolCalls.length ? '' : 'done',
   toolCalls: toolCalls.map((c) => ({
@@ -377,6 +378,26 @@ describe('conversation decider', () => {
       ]);
   });
 
+  it('refuses a second output for a step another worker already recorded', () => {
+    const stepped = [
+      ...running,
+      ...assistant([{ toolCallId: 'c', name: 'admin_only' }]),
+      requested('c', 'admin_only'),
+      completed('c', 'admin_only', false),
+    ];
+    spec
+      .given(stepped)
+      .when(modelOutput())
+      .thenThrows(ConversationConflictError, /step 1 is already recorded/);
+    spec
+      .given(stepped)
+      .when({ ...modelOutput(), step: 2 } as ConversationCommand)
+      .then([
+        ...assistant([], 2),
+        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', at } },
+      ]);
+  });
+
   it('never exceeds maxSteps: the last step runs no tools and ends the turn with max_steps', () => {
     const oneStep = [created, userMessage(), turnStarted('t1', 1)];
     spec
@@ -450,7 +471,10 @@ describe('conversation decider', () => {
       requested('a', 'search'),
       completed('a', 'search'),
     ];
-    const more = decide(modelOutput([], 't1', 'a2'), calling.reduce(evolve, initialConversation()));
+    const more = decide(
+      { ...modelOutput([], 't1', 'a2'), step: 2 } as ConversationCommand,
+      calling.reduce(evolve, initialConversation()),
+    );
     const state = [...calling, ...more].reduce(evolve, initialConversation());
     expect(state.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(state.messages[2]).toMatchObject({ toolCallId: 'a', content: '{"v":1}', ok: true });
