@@ -55,11 +55,17 @@ export type UserMessageAdded = EventData<
 /** A message arrived while a turn ran, with `ifBusy: enqueue`: its turn runs after the current one. */
 export type TurnQueued = EventData<
   'TurnQueued',
-  { turnId: string; messageId: string; agent: AgentSnapshot; at: string }
+  { turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole; at: string }
 >;
 
-/** A turn started (API `turn.started`). */
-export type TurnStarted = EventData<'TurnStarted', { turnId: string; agent: AgentSnapshot; at: string }>;
+/** Roles of the keys that act on a conversation (the guard's role matrix reads it). */
+export type ActorRole = 'admin' | 'editor' | 'viewer';
+
+/** A turn started (API `turn.started`); `role` is the role of the key whose message started it. */
+export type TurnStarted = EventData<
+  'TurnStarted',
+  { turnId: string; agent: AgentSnapshot; role: ActorRole; at: string }
+>;
 
 /** The model finished one step (API `message.completed`, and `tool.call` per tool call). */
 export type AssistantMessageCompleted = EventData<

@@ -1,2 +1,3 @@
 export * from './conversation-events.js';
 export * from './tenant-config-events.js';
+export * from './tool-events.js';

@@ -1,4 +1,4 @@
-import type { AgentSnapshot, EventError } from '@keel/events';
+import type { ActorRole, AgentSnapshot, EventError } from '@keel/events';
 
 /** What to do with a message that arrives while a turn runs (API `ifBusy`). */
 export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
@@ -24,6 +24,7 @@ export type ConversationCommand =
       content: string;
       ifBusy: IfBusy;
       agent: AgentSnapshot;
+      role: ActorRole;
       by: string;
       at: string;
     }

@@ -40,7 +40,7 @@ const closeOpenCalls = (turn: CurrentTurn, error: EventError, at: string): ToolC
 const startNextQueued = (state: Conversation, at: string): ConversationEvent[] => {
   const next = state.queued[0];
   if (!next) return [];
-  return [{ type: 'TurnStarted', data: { turnId: next.turnId, agent: next.agent, at } }];
+  return [{ type: 'TurnStarted', data: { turnId: next.turnId, agent: next.agent, role: next.role, at } }];
 };
 
 /** When the last open tool call of a turn completes, the turn needs another model step, or it is over. */
@@ -83,22 +83,22 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
     }
     case 'SubmitMessage': {
       requireExists(state);
-      const { turnId, messageId, content, ifBusy, agent, by, at } = command;
+      const { turnId, messageId, content, ifBusy, agent, role, by, at } = command;
       if (content.trim().length === 0)
         throw new ValidationError('content must not be empty', { field: 'content' });
       if (content.length > MAX_MESSAGE_CHARS) {
         throw new ValidationError(`content is over ${MAX_MESSAGE_CHARS} characters`, { field: 'content' });
       }
       const added: ConversationEvent = { type: 'UserMessageAdded', data: { messageId, turnId, content, at } };
-      if (!state.turn) return [added, { type: 'TurnStarted', data: { turnId, agent, at } }];
+      if (!state.turn) return [added, { type: 'TurnStarted', data: { turnId, agent, role, at } }];
       switch (ifBusy) {
         case 'reject':
           throw new ConversationConflictError('a turn is already running', { turnId: state.turn.turnId });
         case 'enqueue':
-          return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, at } }];
+          return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, role, at } }];
         case 'interrupt': {
           const cancelled = cancelTurn(state, state.turn, by, at);
-          return [...cancelled, added, { type: 'TurnStarted', data: { turnId, agent, at } }];
+          return [...cancelled, added, { type: 'TurnStarted', data: { turnId, agent, role, at } }];
         }
       }
       break;

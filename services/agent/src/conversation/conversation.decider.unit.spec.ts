@@ -20,7 +20,7 @@ const userMessage = (turnId = 't1', messageId = 'm1', content = 'hi'): Conversat
 });
 const turnStarted = (turnId = 't1', maxSteps = 3): ConversationEvent => ({
   type: 'TurnStarted',
-  data: { turnId, agent: { ...agent, maxSteps }, at },
+  data: { turnId, agent: { ...agent, maxSteps }, role: 'editor', at },
 });
 const usage = {
   model: 'gpt-4o-mini',
@@ -40,6 +40,7 @@ const submit = (
   content: 'next',
   ifBusy,
   agent,
+  role: 'editor',
   by: 'ana',
   at,
 });
@@ -108,7 +109,7 @@ describe('conversation decider', () => {
       .when(submit('reject', 't1'))
       .then([
         { type: 'UserMessageAdded', data: { messageId: 'm-t1', turnId: 't1', content: 'next', at } },
-        { type: 'TurnStarted', data: { turnId: 't1', agent, at } },
+        { type: 'TurnStarted', data: { turnId: 't1', agent, role: 'editor', at } },
       ]);
     spec.given([]).when(submit()).thenThrows(NotFoundError);
     spec
@@ -127,7 +128,7 @@ describe('conversation decider', () => {
       .when(submit('enqueue'))
       .then([
         { type: 'UserMessageAdded', data: { messageId: 'm-t2', turnId: 't2', content: 'next', at } },
-        { type: 'TurnQueued', data: { turnId: 't2', messageId: 'm-t2', agent, at } },
+        { type: 'TurnQueued', data: { turnId: 't2', messageId: 'm-t2', agent, role: 'editor', at } },
       ]);
     spec
       .given([...running, ...assistant([{ toolCallId: 'x', name: 'search' }]), requested('x', 'search')])
@@ -146,14 +147,14 @@ describe('conversation decider', () => {
         },
         { type: 'TurnCancelled', data: { turnId: 't1', by: 'ana', withdrawnApprovals: [], at } },
         { type: 'UserMessageAdded', data: { messageId: 'm-t2', turnId: 't2', content: 'next', at } },
-        { type: 'TurnStarted', data: { turnId: 't2', agent, at } },
+        { type: 'TurnStarted', data: { turnId: 't2', agent, role: 'editor', at } },
       ]);
   });
 
   it('a model answer without tool calls completes the turn and starts the queued one', () => {
     const queued: ConversationEvent[] = [
       userMessage('t2', 'm2'),
-      { type: 'TurnQueued', data: { turnId: 't2', messageId: 'm2', agent, at } },
+      { type: 'TurnQueued', data: { turnId: 't2', messageId: 'm2', agent, role: 'editor', at } },
     ];
     spec
       .given([...running, ...queued])
@@ -161,7 +162,7 @@ describe('conversation decider', () => {
       .then([
         ...assistant([]),
         { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', at } },
-        { type: 'TurnStarted', data: { turnId: 't2', agent, at } },
+        { type: 'TurnStarted', data: { turnId: 't2', agent, role: 'editor', at } },
       ]);
     spec
       .given(running)
@@ -346,7 +347,7 @@ describe('conversation decider', () => {
     const phased: ConversationEvent[] = [
       created,
       userMessage(),
-      { type: 'TurnStarted', data: { turnId: 't1', agent: { ...agent, phases }, at } },
+      { type: 'TurnStarted', data: { turnId: 't1', agent: { ...agent, phases }, role: 'editor', at } },
       ...assistant([{ toolCallId: 'v', name: 'verify_identity' }]),
       requested('v', 'verify_identity'),
     ];

@@ -1,4 +1,4 @@
-import type { AgentSnapshot, ConversationEvent, ToolCallRequest } from '@keel/events';
+import type { ActorRole, AgentSnapshot, ConversationEvent, ToolCallRequest } from '@keel/events';
 
 /** A message of the conversation as the model and the API see it. */
 export interface ConversationMessage {
@@ -34,6 +34,8 @@ export interface PendingApproval {
 export interface CurrentTurn {
   turnId: string;
   agent: AgentSnapshot;
+  /** Role of the key whose message started the turn. */
+  role: ActorRole;
   /** Model calls made so far in this turn. */
   step: number;
   toolCalls: TurnToolCall[];
@@ -49,7 +51,7 @@ export interface Conversation {
   messages: ConversationMessage[];
   turn?: CurrentTurn;
   /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
-  queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot }>;
+  queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole }>;
   pendingApprovals: PendingApproval[];
   /** Approvals already decided (so a second decision is a conflict, not "unknown"). */
   decidedApprovals: string[];
@@ -113,13 +115,18 @@ export const evolve = (state: Conversation, event: ConversationEvent): Conversat
         ...state,
         queued: [
           ...state.queued,
-          { turnId: event.data.turnId, messageId: event.data.messageId, agent: event.data.agent },
+          {
+            turnId: event.data.turnId,
+            messageId: event.data.messageId,
+            agent: event.data.agent,
+            role: event.data.role,
+          },
         ],
       };
     case 'TurnStarted':
       return withTurn(
         { ...state, queued: state.queued.filter((q) => q.turnId !== event.data.turnId) },
-        { turnId: event.data.turnId, agent: event.data.agent, step: 0, toolCalls: [] },
+        { turnId: event.data.turnId, agent: event.data.agent, role: event.data.role, step: 0, toolCalls: [] },
       );
     case 'AssistantMessageCompleted': {
       const { messageId, text, toolCalls, step } = event.data;

@@ -33,7 +33,12 @@ describe('prompt assembly', () => {
       { type: 'UserMessageAdded', data: { messageId: 'm1', turnId: 't1', content: 'Weather in Paris?', at } },
       {
         type: 'TurnStarted',
-        data: { turnId: 't1', agent: { agentId: 'support', model: 'openai:x', maxSteps: 8 }, at },
+        data: {
+          turnId: 't1',
+          agent: { agentId: 'support', model: 'openai:x', maxSteps: 8 },
+          role: 'editor',
+          at,
+        },
       },
       {
         type: 'AssistantMessageCompleted',
