@@ -152,13 +152,11 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
                 message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
               }
             : (verdict as { error: EventError }).error;
-          events.push(
-            {
-              type: 'ToolCallRequested',
-              data: { turnId, toolCallId, name, args, approvalRequired: false, at },
-            },
-            { type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } },
-          );
+          // Refused: never requested of the tools service; its result is the refusal the model reads.
+          events.push({
+            type: 'ToolCallCompleted',
+            data: { turnId, toolCallId, name, ok: false, error, at },
+          });
           continue;
         }
         const approvalRequired = verdict.approval === 'always';

@@ -199,7 +199,6 @@ describe('conversation decider', () => {
             requestedAt: at,
           },
         },
-        requested('c', 'admin_only'),
         {
           type: 'ToolCallCompleted',
           data: {
@@ -383,7 +382,6 @@ describe('conversation decider', () => {
     const stepped = [
       ...running,
       ...assistant([{ toolCallId: 'c', name: 'admin_only' }]),
-      requested('c', 'admin_only'),
       completed('c', 'admin_only', false),
     ];
     spec
@@ -406,7 +404,7 @@ describe('conversation decider', () => {
       .when(modelOutput([{ toolCallId: 'a', name: 'search' }]))
       .then([
         ...assistant([{ toolCallId: 'a', name: 'search' }]),
-        requested('a', 'search'),
+
         {
           type: 'ToolCallCompleted',
           data: {

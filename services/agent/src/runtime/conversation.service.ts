@@ -1,0 +1,175 @@
+import type { EventBus, EventStore } from '@keel/core';
+import { CommandHandler, NotFoundError, streamName, uuidv7 } from '@keel/core';
+import type { AgentDefinition, ConversationEvent, EventError } from '@keel/events';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
+import { conversationDecider } from '../conversation/conversation.decider.js';
+import type { Conversation } from '../conversation/conversation.state.js';
+import type { CallContext } from './context.js';
+import { eventMetadata } from './context.js';
+import type { TenantConfigService } from './tenant-config.service.js';
+
+/** The conversation as the API shows it (API.md `GET /v1/conversations/{id}`). */
+export interface ConversationView {
+  id: string;
+  agentId: string;
+  status: 'idle' | 'running' | 'awaiting_approval' | 'failed';
+  version: number;
+  createdAt: string;
+  messages: Conversation['messages'];
+  pendingApprovals: Array<{
+    approvalId: string;
+    toolCallId: string;
+    tool: string;
+    args: unknown;
+    requestedAt: string;
+  }>;
+  usage: { promptTokens: number; completionTokens: number; costUsd: number };
+}
+
+/** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
+const SNAPSHOT_EVERY = 50;
+
+/** The conversation use cases: create, send, approve or deny, cancel, read, record tool results. */
+export class ConversationService {
+  readonly handler: CommandHandler<Conversation, ConversationCommand, ConversationEvent>;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly bus: EventBus,
+    private readonly config: TenantConfigService,
+    private readonly clock: () => string = () => new Date().toISOString(),
+  ) {
+    this.handler = new CommandHandler(store, conversationDecider, {
+      snapshot: { name: 'conversation-v1', every: SNAPSHOT_EVERY },
+    });
+  }
+
+  async create(
+    ctx: CallContext,
+    input: { agentId: string; title?: string; metadata?: Record<string, string> },
+  ) {
+    await this.agent(ctx.tenantId, input.agentId);
+    const conversationId = uuidv7();
+    const result = await this.run(ctx, conversationId, {
+      type: 'CreateConversation',
+      conversationId,
+      agentId: input.agentId,
+      ...(input.title ? { title: input.title } : {}),
+      ...(input.metadata ? { metadata: input.metadata } : {}),
+      at: this.clock(),
+    });
+    return {
+      id: conversationId,
+      agentId: input.agentId,
+      status: 'idle' as const,
+      createdAt: result.state.createdAt,
+    };
+  }
+
+  /** Adds a user message; returns the turn it started or queued. */
+  async send(ctx: CallContext, conversationId: string, input: { content: string; ifBusy?: IfBusy }) {
+    const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
+    if (state.status === 'new') throw new NotFoundError('conversation not found');
+    const agent = await this.agent(ctx.tenantId, state.agentId);
+    const turnId = uuidv7();
+    await this.run(ctx, conversationId, {
+      type: 'SubmitMessage',
+      turnId,
+      messageId: uuidv7(),
+      content: input.content,
+      ifBusy: input.ifBusy ?? 'reject',
+      agent: {
+        agentId: agent.agentId,
+        model: agent.model,
+        maxSteps: agent.maxSteps,
+        ...(agent.phases ? { phases: agent.phases } : {}),
+      },
+      role: ctx.role,
+      by: ctx.userId,
+      at: this.clock(),
+    });
+    return { turnId };
+  }
+
+  async decideApproval(
+    ctx: CallContext,
+    conversationId: string,
+    approvalId: string,
+    input: { decision: 'approve' | 'deny'; reason?: string },
+  ) {
+    await this.run(ctx, conversationId, {
+      type: 'DecideApproval',
+      approvalId,
+      decision: input.decision,
+      by: ctx.userId,
+      ...(input.reason ? { reason: input.reason } : {}),
+      at: this.clock(),
+    });
+    return { approvalId, decision: input.decision };
+  }
+
+  /** Cancels the running turn and tells whichever agent instance runs its model call to abort it. */
+  async cancel(ctx: CallContext, conversationId: string): Promise<{ turnId: string }> {
+    const result = await this.run(ctx, conversationId, {
+      type: 'CancelTurn',
+      by: ctx.userId,
+      at: this.clock(),
+    });
+    const cancelled = result.events.find((e) => e.type === 'TurnCancelled');
+    const turnId = (cancelled?.data as { turnId: string }).turnId;
+    this.bus.ephemeral.publish({ kind: 'cancel', tenantId: ctx.tenantId, conversationId }, { turnId });
+    return { turnId };
+  }
+
+  /** Records a tool's outcome (from the tools service's ToolCallExecuted event). */
+  async recordToolResult(
+    ctx: CallContext,
+    conversationId: string,
+    input: { toolCallId: string; ok: boolean; result?: unknown; error?: EventError },
+  ) {
+    return this.run(ctx, conversationId, { type: 'RecordToolResult', ...input, at: this.clock() });
+  }
+
+  async get(tenantId: string, conversationId: string): Promise<ConversationView> {
+    const { state, version } = await this.handler.load(tenantId, this.stream(conversationId));
+    if (state.status === 'new') throw new NotFoundError('conversation not found');
+    return {
+      id: state.id,
+      agentId: state.agentId,
+      status: state.status,
+      version,
+      createdAt: state.createdAt,
+      messages: state.messages,
+      pendingApprovals: state.pendingApprovals.map(({ approvalId, toolCallId, tool, args, requestedAt }) => ({
+        approvalId,
+        toolCallId,
+        tool,
+        args,
+        requestedAt,
+      })),
+      usage: {
+        promptTokens: state.usage.promptTokens,
+        completionTokens: state.usage.completionTokens,
+        costUsd: state.usage.costUsd,
+      },
+    };
+  }
+
+  /** Runs a command against a conversation stream with the call's metadata on every event. */
+  run(ctx: CallContext, conversationId: string, command: ConversationCommand) {
+    return this.handler.handle(ctx.tenantId, this.stream(conversationId), command, {
+      metadata: eventMetadata(ctx),
+    });
+  }
+
+  stream(conversationId: string): string {
+    return streamName(CONVERSATION_CATEGORY, conversationId);
+  }
+
+  private async agent(tenantId: string, agentId: string): Promise<AgentDefinition> {
+    const agent = (await this.config.load(tenantId)).agents[agentId];
+    if (!agent) throw new NotFoundError(`agent ${agentId} not found`);
+    return agent;
+  }
+}

@@ -1,0 +1,35 @@
+import type { EventStore } from '@keel/core';
+import { CommandHandler, streamName } from '@keel/core';
+import type { TenantConfigEvent } from '@keel/events';
+import { TENANT_CONFIG_CATEGORY } from '@keel/events';
+import type { TenantConfig, TenantConfigCommand } from '../tenant-config/tenant-config.decider.js';
+import { tenantConfigDecider } from '../tenant-config/tenant-config.decider.js';
+import type { CallContext } from './context.js';
+import { eventMetadata } from './context.js';
+
+/** A tenant's configuration: agents, tools, providers, webhook secret (secrets stay sealed). */
+export class TenantConfigService {
+  private readonly handler: CommandHandler<TenantConfig, TenantConfigCommand, TenantConfigEvent>;
+
+  constructor(store: EventStore) {
+    this.handler = new CommandHandler(store, tenantConfigDecider, {
+      snapshot: { name: 'tenant-config-v1', every: 20 },
+    });
+  }
+
+  /** Applies a configuration change; invalid definitions are refused naming the field. */
+  async apply(ctx: CallContext, command: TenantConfigCommand): Promise<TenantConfig> {
+    const result = await this.handler.handle(ctx.tenantId, this.stream(ctx.tenantId), command, {
+      metadata: eventMetadata(ctx),
+    });
+    return result.state;
+  }
+
+  async load(tenantId: string): Promise<TenantConfig> {
+    return (await this.handler.load(tenantId, this.stream(tenantId))).state;
+  }
+
+  private stream(tenantId: string): string {
+    return streamName(TENANT_CONFIG_CATEGORY, tenantId);
+  }
+}

@@ -1,0 +1,39 @@
+import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
+import type { GuardedTool } from '../guard/tool-guard.js';
+import type { PromptTool } from '../prompt/prompt.js';
+
+/** A built-in tool as the agent must know it (the tools service executes it). */
+export interface BuiltinToolInfo {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** What the agent needs of tools: the built-ins it may bind, and a JSON-schema check of arguments. */
+export interface ToolCatalog {
+  builtins: BuiltinToolInfo[];
+  validate(schema: Record<string, unknown>, args: unknown): Array<{ path: string; message: string }>;
+}
+
+/** A tool of an agent, resolved for both the prompt and the guard. */
+export type ResolvedTool = PromptTool & GuardedTool;
+
+/** The tools an agent has, from the tenant's definitions and the built-ins (missing ones are skipped). */
+export const resolveTools = (names: string[], config: TenantConfig, catalog: ToolCatalog): ResolvedTool[] =>
+  names.flatMap((name): ResolvedTool[] => {
+    const own = config.tools[name];
+    if (own) {
+      return [
+        {
+          name,
+          description: own.description,
+          inputSchema: own.inputSchema,
+          approval: own.approval,
+          roles: own.roles,
+          phases: own.phases,
+        },
+      ];
+    }
+    const builtin = catalog.builtins.find((b) => b.name === name);
+    return builtin ? [{ ...builtin, approval: 'never', roles: [], phases: [] }] : [];
+  });

@@ -1,0 +1,277 @@
+import type {
+  Consumer,
+  Delivery,
+  EphemeralSubscription,
+  EventBus,
+  EventStore,
+  RecordedEvent,
+} from '@keel/core';
+import { KeelError, parseStreamName, uuidv7 } from '@keel/core';
+import type { ToolCallExecuted } from '@keel/events';
+import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
+import type { SecretBox } from '@keel/runtime';
+import type { ToolCallVerdict } from '../conversation/conversation.commands.js';
+import { ConversationConflictError } from '../conversation/conversation.decider.js';
+import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
+import { guardToolCall } from '../guard/tool-guard.js';
+import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/model-step.js';
+import { promptMessages } from '../prompt/prompt.js';
+import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
+import type { CallContext } from './context.js';
+import type { ConversationService } from './conversation.service.js';
+import type { TenantConfigService } from './tenant-config.service.js';
+import type { ToolCatalog } from './tool-catalog.js';
+import { resolveTools } from './tool-catalog.js';
+
+/** Events after which a turn may need its next model step. */
+const TRIGGERS = new Set(['TurnStarted', 'ToolCallCompleted']);
+
+/** Minimal logger shape (pino-compatible). */
+export interface WorkerLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** What the worker runs on. */
+export interface TurnWorkerDeps {
+  store: EventStore;
+  bus: EventBus;
+  conversations: ConversationService;
+  config: TenantConfigService;
+  modelStep: ModelStep;
+  catalog: ToolCatalog;
+  /** Opens tenants' sealed provider keys; without it only process-wide credentials are used. */
+  secrets?: SecretBox;
+  logger: WorkerLogger;
+  /** Model steps run at once by this instance (other conversations wait). Default 32. */
+  concurrency?: number;
+}
+
+/**
+ * Runs turns: takes conversation events from a shared durable consumer (any instance takes any
+ * step), calls the model for the next step when a turn is ready for one, streams its tokens as
+ * ephemeral deltas, and records the output through the conversation decider. A step is recorded
+ * once: a redelivered trigger finds the step done, and a racing second output is refused.
+ */
+export class TurnWorker {
+  private readonly consumers: Consumer[] = [];
+  private cancelSubscription: EphemeralSubscription | undefined;
+  private readonly inFlight = new Map<string, { turnId: string; controller: AbortController }>();
+
+  constructor(private readonly deps: TurnWorkerDeps) {}
+
+  async start(): Promise<void> {
+    const { bus } = this.deps;
+    this.cancelSubscription = bus.ephemeral.subscribe({ kind: 'cancel' }, ({ topic, data }) => {
+      const running = this.inFlight.get(`${topic.tenantId}/${topic.conversationId}`);
+      if (running && running.turnId === (data as { turnId?: string }).turnId) running.controller.abort();
+    });
+    this.consumers.push(
+      await bus.consume(
+        {
+          name: 'agent-turns',
+          filter: { category: CONVERSATION_CATEGORY },
+          idempotency: 'none',
+          maxInFlight: this.deps.concurrency ?? 32,
+          ackWaitMs: 30_000,
+        },
+        (delivery) => this.onConversationEvent(delivery),
+      ),
+      await bus.consume(
+        { name: 'agent-tool-results', filter: { category: TOOL_CALL_CATEGORY }, maxInFlight: 32 },
+        (delivery) => this.onToolExecuted(delivery),
+      ),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.cancelSubscription?.unsubscribe();
+    await Promise.all(this.consumers.splice(0).map((c) => c.stop()));
+  }
+
+  private async onToolExecuted({ event }: Delivery): Promise<void> {
+    if (event.type !== 'ToolCallExecuted') return;
+    const { conversationId, toolCallId, ok, result, error } = (event as unknown as ToolCallExecuted).data;
+    await this.deps.conversations
+      .recordToolResult(systemContext(event, 'tools'), conversationId, {
+        toolCallId,
+        ok,
+        ...(ok ? { result } : { error: error ?? { code: 'tool_error', message: 'the tool failed' } }),
+      })
+      .catch((e: unknown) => {
+        // A result for a call the conversation no longer waits for (turn cancelled) is not an error.
+        if (!(e instanceof ConversationConflictError)) throw e;
+      });
+  }
+
+  private async onConversationEvent(delivery: Delivery): Promise<void> {
+    const { event } = delivery;
+    if (!TRIGGERS.has(event.type)) return;
+    const { store, conversations } = this.deps;
+    const later = await store.read(event.tenantId, event.streamName, { fromVersion: event.version + 1 });
+    const turnId = (event.data as { turnId: string }).turnId;
+    // Another trigger of the same commit comes later: that one acts. A step after this trigger: done.
+    if (later.some((e) => e.commitId === event.commitId && TRIGGERS.has(e.type))) return;
+    if (
+      later.some(
+        (e) => e.type === 'AssistantMessageCompleted' && (e.data as { turnId: string }).turnId === turnId,
+      )
+    )
+      return;
+    const { state } = await conversations.handler.load(event.tenantId, event.streamName);
+    const turn = state.turn;
+    if (!turn || turn.turnId !== turnId) return;
+    if (turn.toolCalls.some((c) => c.state !== 'completed') || turn.step >= turn.agent.maxSteps) return;
+    await this.runStep(event, state, turn);
+  }
+
+  private async runStep(trigger: RecordedEvent, state: Conversation, turn: CurrentTurn): Promise<void> {
+    const { config, conversations, bus, logger } = this.deps;
+    const tenantId = trigger.tenantId;
+    const conversationId = parseStreamName(trigger.streamName).id;
+    const ctx = systemContext(trigger, 'agent');
+    const step = turn.step + 1;
+    const log = { tenantId, conversationId, turnId: turn.turnId, step, correlationId: ctx.correlationId };
+
+    const tenant = await config.load(tenantId);
+    const agent = tenant.agents[turn.agent.agentId];
+    if (!agent) {
+      await this.fail(
+        ctx,
+        conversationId,
+        turn,
+        'agent_not_found',
+        `agent ${turn.agent.agentId} no longer exists`,
+      );
+      return;
+    }
+    const tools = resolveTools(agent.tools, tenant, this.deps.catalog);
+    const key = `${tenantId}/${conversationId}`;
+    const controller = new AbortController();
+    this.inFlight.set(key, { turnId: turn.turnId, controller });
+    let seq = 0;
+    let output: ModelStepOutput;
+    try {
+      output = await this.deps.modelStep({
+        model: turn.agent.model,
+        credentials: this.credentials(tenant, tenantId, turn.agent.model),
+        messages: promptMessages(agent, tools, state),
+        tools,
+        temperature: agent.temperature,
+        signal: controller.signal,
+        onDelta: (text) =>
+          bus.ephemeral.publish(
+            { kind: 'deltas', tenantId, conversationId },
+            { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text },
+          ),
+      });
+    } catch (error) {
+      if (controller.signal.aborted) {
+        logger.info(log, 'model call aborted: the turn was cancelled');
+        return;
+      }
+      logger.warn({ ...log, err: error }, 'model call failed; failing the turn');
+      const code = error instanceof KeelError ? `provider_${error.code.toLowerCase()}` : 'provider_error';
+      await this.fail(
+        ctx,
+        conversationId,
+        turn,
+        code,
+        error instanceof Error ? error.message : String(error),
+      );
+      return;
+    } finally {
+      if (this.inFlight.get(key)?.controller === controller) this.inFlight.delete(key);
+    }
+
+    const verdicts: ToolCallVerdict[] = output.toolCalls.map((call) => {
+      const tool = tools.find((t) => t.name === call.name);
+      const argErrors =
+        typeof call.args === 'string'
+          ? [{ path: '', message: `arguments are not valid JSON: ${call.args.slice(0, 200)}` }]
+          : tool
+            ? this.deps.catalog.validate(tool.inputSchema, call.args)
+            : [];
+      return guardToolCall({
+        name: call.name,
+        argErrors,
+        tool,
+        agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
+        role: turn.role,
+        phase: state.phase ?? agent.phases?.initial,
+      });
+    });
+    try {
+      await conversations.run(ctx, conversationId, {
+        type: 'RecordModelOutput',
+        turnId: turn.turnId,
+        step,
+        messageId: uuidv7(),
+        text: output.text,
+        toolCalls: output.toolCalls.map((c, i) => ({ ...c, verdict: verdicts[i]! })),
+        usage: {
+          model: output.model,
+          promptTokens: output.usage.promptTokens,
+          completionTokens: output.usage.completionTokens,
+          cacheReadTokens: output.usage.cacheReadTokens,
+          cacheWriteTokens: output.usage.cacheWriteTokens,
+          // Priced by the pricing service (issue 5); unknown until then, never a silent 0.
+          costUsd: null,
+        },
+        approvalIds: Object.fromEntries(output.toolCalls.map((c) => [c.toolCallId, uuidv7()])),
+        at: new Date().toISOString(),
+      });
+    } catch (error) {
+      if (error instanceof ConversationConflictError) {
+        logger.info({ ...log, reason: error.message }, 'model output not recorded: the turn moved on');
+        return;
+      }
+      throw error;
+    }
+    bus.ephemeral.publish(
+      { kind: 'deltas', tenantId, conversationId },
+      { type: 'context', turnId: turn.turnId, step, contextTokens: output.contextTokens, windowTokens: null },
+    );
+  }
+
+  private async fail(
+    ctx: CallContext,
+    conversationId: string,
+    turn: CurrentTurn,
+    code: string,
+    message: string,
+  ) {
+    await this.deps.conversations
+      .run(ctx, conversationId, {
+        type: 'FailTurn',
+        turnId: turn.turnId,
+        error: { code, message },
+        at: new Date().toISOString(),
+      })
+      .catch((e: unknown) => {
+        if (!(e instanceof ConversationConflictError)) throw e;
+      });
+  }
+
+  /** The tenant's own key for the model's provider (opened in memory only), else none (env defaults apply). */
+  private credentials(tenant: TenantConfig, tenantId: string, model: string): ProviderCredentials {
+    const provider = model.slice(0, model.indexOf(':')) as keyof TenantConfig['providers'];
+    const configured = tenant.providers[provider];
+    if (!configured) return {};
+    const apiKey =
+      configured.apiKey && this.deps.secrets
+        ? this.deps.secrets.open(configured.apiKey, `${tenantId}/provider/${provider}`)
+        : undefined;
+    return { ...(apiKey ? { apiKey } : {}), ...(configured.baseUrl ? { baseUrl: configured.baseUrl } : {}) };
+  }
+}
+
+/** The context of an action the platform takes itself, tied to the request that caused it. */
+const systemContext = (event: RecordedEvent, service: string): CallContext => ({
+  tenantId: event.tenantId,
+  keyId: `system:${service}`,
+  role: 'admin',
+  userId: `system:${service}`,
+  correlationId: event.metadata.correlationId ?? event.eventId,
+});

@@ -1,0 +1,302 @@
+import type { EphemeralMessage, RecordedEvent } from '@keel/core';
+import {
+  InMemoryCheckpointStore,
+  InMemoryEventBus,
+  InMemoryEventStore,
+  InMemoryLeaseStore,
+  OutboxRelay,
+  streamName,
+} from '@keel/core';
+import { eventuallyTrue } from '@keel/core/testing';
+import type { ToolDefinition } from '@keel/events';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ModelStepInput, ModelStepOutput } from '../model/model-step.js';
+import type { CallContext } from './context.js';
+import { ConversationService } from './conversation.service.js';
+import { TenantConfigService } from './tenant-config.service.js';
+import { TurnWorker } from './turn-worker.js';
+
+const silent = { info: () => {}, warn: () => {}, error: () => {} };
+const ctx: CallContext = {
+  tenantId: 'acme',
+  keyId: 'k1',
+  role: 'editor',
+  userId: 'ana',
+  correlationId: 'req-1',
+};
+const tool = (name: string, approval: 'never' | 'always'): ToolDefinition => ({
+  name,
+  description: `${name} tool`,
+  inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+  kind: 'webhook',
+  url: 'https://tools.example.com/x',
+  approval,
+  roles: [],
+  phases: [],
+  timeoutMs: 5_000,
+});
+
+type Script = Array<Partial<ModelStepOutput> | { hang: true } | { fail: string }>;
+
+/** A model that answers from a script chosen by the conversation's first user message. */
+const scriptedModel = (scripts: Record<string, Script>) => {
+  const calls: ModelStepInput[] = [];
+  const step = async (input: ModelStepInput): Promise<ModelStepOutput> => {
+    calls.push(input);
+    const first = input.messages.find((m) => m.role === 'user')!.content;
+    const done = calls.filter((c) => c.messages.find((m) => m.role === 'user')!.content === first).length;
+    const next = scripts[first]?.[done - 1];
+    if (!next) throw new Error(`no scripted step ${done} for "${first}"`);
+    if ('hang' in next) {
+      return new Promise((_, reject) =>
+        input.signal.addEventListener('abort', () =>
+          reject(Object.assign(new Error('aborted'), { name: 'AbortError' })),
+        ),
+      );
+    }
+    if ('fail' in next) throw new Error(next.fail);
+    for (const word of (next.text ?? '').split(' ')) if (word) input.onDelta(`${word} `);
+    return {
+      text: next.text ?? '',
+      toolCalls: next.toolCalls ?? [],
+      usage: { promptTokens: 10, completionTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      model: 'gpt-test',
+      contextTokens: 10,
+    };
+  };
+  return { step, calls };
+};
+
+const setup = async (scripts: Record<string, Script>, options: { workers?: number } = {}) => {
+  const store = new InMemoryEventStore();
+  const bus = new InMemoryEventBus({ logger: silent });
+  const relay = new OutboxRelay({
+    store,
+    bus,
+    checkpoints: new InMemoryCheckpointStore(),
+    leases: new InMemoryLeaseStore(),
+    idleMs: 5,
+  });
+  const config = new TenantConfigService(store);
+  const conversations = new ConversationService(store, bus, config);
+  const model = scriptedModel(scripts);
+  const catalog = {
+    builtins: [],
+    validate: (_schema: Record<string, unknown>, args: unknown) =>
+      typeof (args as { id?: unknown }).id === 'string' ? [] : [{ path: '/id', message: 'must be string' }],
+  };
+  const workers = Array.from(
+    { length: options.workers ?? 1 },
+    () =>
+      new TurnWorker({ store, bus, conversations, config, modelStep: model.step, catalog, logger: silent }),
+  );
+  // A stand-in for the tools service: executes requested (or approved) calls and reports the outcome.
+  const executed: string[] = [];
+  const requested = new Map<string, RecordedEvent>();
+  await bus.consume(
+    { name: 'fake-tools', filter: { category: 'conversation' }, maxInFlight: 8 },
+    async ({ event }) => {
+      const data = event.data as {
+        toolCallId: string;
+        approvalRequired?: boolean;
+        decision?: string;
+        turnId: string;
+      };
+      if (event.type === 'ToolCallRequested') requested.set(data.toolCallId, event);
+      const run =
+        (event.type === 'ToolCallRequested' && !data.approvalRequired) ||
+        (event.type === 'ApprovalDecided' && data.decision === 'approve');
+      if (!run) return;
+      const call = requested.get(data.toolCallId)!.data as { name: string; args: unknown; turnId: string };
+      executed.push(data.toolCallId);
+      await store.append('acme', streamName('toolcall', data.toolCallId), [
+        {
+          type: 'ToolCallExecuted',
+          data: {
+            toolCallId: data.toolCallId,
+            conversationId: event.streamName.slice('conversation-'.length),
+            turnId: call.turnId,
+            name: call.name,
+            ok: true,
+            result: { found: call.args },
+            attempts: 1,
+            durationMs: 1,
+            at: new Date().toISOString(),
+          },
+          metadata: { correlationId: event.metadata.correlationId },
+        },
+      ]);
+    },
+  );
+  await config.apply(ctx, { type: 'PutTool', tool: tool('lookup', 'never'), at: 'now' });
+  await config.apply(ctx, { type: 'PutTool', tool: tool('refund', 'always'), at: 'now' });
+  await config.apply(ctx, {
+    type: 'PutAgent',
+    agent: {
+      agentId: 'support',
+      model: 'openai:gpt-test',
+      instructions: 'Help.',
+      tools: ['lookup', 'refund'],
+      maxSteps: 4,
+      temperature: 0,
+      toolResultMaxChars: 2_000,
+    },
+    at: 'now',
+  });
+  for (const w of workers) await w.start();
+  relay.start();
+  const deltas: EphemeralMessage[] = [];
+  bus.ephemeral.subscribe({ kind: 'deltas', tenantId: 'acme' }, (m) => deltas.push(m));
+  const stop = async () => {
+    for (const w of workers) await w.stop();
+    await relay.stop();
+    await bus.close();
+  };
+  return { store, bus, conversations, model, executed, deltas, stop };
+};
+
+let stop: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await stop?.();
+  stop = undefined;
+});
+
+describe('turn worker', () => {
+  it('runs a turn with a tool call to completion, streaming deltas, and the rebuilt state holds it all', async () => {
+    const t = await setup({
+      'where is order 7?': [
+        { toolCalls: [{ toolCallId: 'call_1', name: 'lookup', args: { id: '7' } }] },
+        { text: 'Order 7 ships tomorrow.' },
+      ],
+    });
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, id, { content: 'where is order 7?' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    const view = await t.conversations.get('acme', id);
+    expect(view.messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'where is order 7?'],
+      ['assistant', ''],
+      ['tool', '{"found":{"id":"7"}}'],
+      ['assistant', 'Order 7 ships tomorrow.'],
+    ]);
+    expect(view.usage).toEqual({ promptTokens: 20, completionTokens: 10, costUsd: 0 });
+    expect(t.executed).toEqual(['call_1']);
+    expect(t.model.calls).toHaveLength(2);
+    expect(t.model.calls[1]!.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    const texts = t.deltas
+      .filter((d) => (d.data as { type: string }).type === 'delta')
+      .map((d) => (d.data as { text: string }).text);
+    expect(texts.join('')).toBe('Order 7 ships tomorrow. ');
+    const events = await t.store.read('acme', `conversation-${id}`);
+    expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual([]);
+  });
+
+  it('waits for an approval; a denial reaches the model as a tool error and the turn goes on', async () => {
+    const t = await setup({
+      'refund order 9': [
+        { toolCalls: [{ toolCallId: 'call_r', name: 'refund', args: { id: '9' } }] },
+        { text: 'I could not refund it.' },
+      ],
+    });
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, id, { content: 'refund order 9' });
+    await eventuallyTrue(
+      async () => (await t.conversations.get('acme', id)).status === 'awaiting_approval',
+      5_000,
+    );
+    const [approval] = (await t.conversations.get('acme', id)).pendingApprovals;
+    expect(approval).toMatchObject({ tool: 'refund', args: { id: '9' } });
+    await t.conversations.decideApproval({ ...ctx, userId: 'bob' }, id, approval!.approvalId, {
+      decision: 'deny',
+      reason: 'over limit',
+    });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    expect(t.executed).toEqual([]);
+    const toolMessage = t.model.calls[1]!.messages.find((m) => m.role === 'tool') as { content: string };
+    expect(toolMessage.content).toContain('denied by bob: over limit');
+  });
+
+  it('runs an approved call once, then completes', async () => {
+    const t = await setup({
+      'refund order 3': [
+        { toolCalls: [{ toolCallId: 'call_a', name: 'refund', args: { id: '3' } }] },
+        { text: 'Refunded.' },
+      ],
+    });
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, id, { content: 'refund order 3' });
+    await eventuallyTrue(
+      async () => (await t.conversations.get('acme', id)).pendingApprovals.length === 1,
+      5_000,
+    );
+    const [approval] = (await t.conversations.get('acme', id)).pendingApprovals;
+    await t.conversations.decideApproval(ctx, id, approval!.approvalId, { decision: 'approve' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    expect(t.executed).toEqual(['call_a']);
+  });
+
+  it('cancel aborts the in-flight model call and ends the turn', async () => {
+    const t = await setup({ 'think forever': [{ hang: true }] });
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, id, { content: 'think forever' });
+    await eventuallyTrue(() => t.model.calls.length === 1, 5_000);
+    await t.conversations.cancel(ctx, id);
+    await eventuallyTrue(() => t.model.calls[0]!.signal.aborted, 5_000);
+    const events = await t.store.read('acme', `conversation-${id}`);
+    expect(events.map((e) => e.type)).toEqual([
+      'ConversationCreated',
+      'UserMessageAdded',
+      'TurnStarted',
+      'TurnCancelled',
+    ]);
+  });
+
+  it('a model failure fails the turn with a typed error; invalid arguments go back to the model', async () => {
+    const t = await setup({
+      'break please': [{ fail: 'upstream 500' }],
+      'look up order x': [
+        { toolCalls: [{ toolCallId: 'call_bad', name: 'lookup', args: { id: 7 } }] },
+        { text: 'Sorry.' },
+      ],
+    });
+    stop = t.stop;
+    const a = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, a.id, { content: 'break please' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', a.id)).status === 'failed', 5_000);
+    const b = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, b.id, { content: 'look up order x' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', b.id)).status === 'idle', 5_000);
+    expect(t.executed).toEqual([]);
+    const tool = (await t.conversations.get('acme', b.id)).messages.find((m) => m.role === 'tool');
+    expect(tool?.content).toContain('invalid_arguments');
+  });
+
+  it('two workers on one durable: each step runs once, across many conversations at once', async () => {
+    const scripts: Record<string, Script> = {};
+    for (let i = 0; i < 12; i++) {
+      scripts[`q${i}`] = [
+        { toolCalls: [{ toolCallId: `c${i}`, name: 'lookup', args: { id: `${i}` } }] },
+        { text: `a${i}` },
+      ];
+    }
+    const t = await setup(scripts, { workers: 2 });
+    stop = t.stop;
+    const ids = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+        await t.conversations.send(ctx, id, { content: `q${i}` });
+        return id;
+      }),
+    );
+    await eventuallyTrue(async () => {
+      const views = await Promise.all(ids.map((id) => t.conversations.get('acme', id)));
+      return views.every((v) => v.status === 'idle');
+    }, 10_000);
+    expect(t.model.calls).toHaveLength(24);
+    expect([...t.executed].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `c${i}`).sort());
+  });
+});
