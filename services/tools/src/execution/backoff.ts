@@ -1,0 +1,38 @@
+/** How long to wait between attempts: exponential growth, capped, with full jitter. */
+export interface BackoffPolicy {
+  /** The cap of the first wait; each later wait's cap doubles. */
+  baseDelayMs: number;
+  /** No wait is longer than this. */
+  maxDelayMs: number;
+}
+
+/**
+ * The wait before attempt `attempt + 1` after `attempt` failed (1-based): a uniform draw in
+ * [0, min(max, base·2^(attempt-1))) — "full jitter", so retrying callers spread out.
+ */
+export const backoffDelayMs = (
+  attempt: number,
+  policy: BackoffPolicy,
+  random: () => number = Math.random,
+): number => {
+  const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
+  return Math.floor(Math.min(1, Math.max(0, random())) * cap);
+};
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as `signal` aborts. */
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
