@@ -1,0 +1,195 @@
+import { KeelError, ValidationError } from '@keel/core';
+import { BUILTIN_TOOLS, BuiltinToolError } from '../builtins/index.js';
+import type { BuiltinTool } from '../builtins/index.js';
+import { defaultArgsValidator, formatArgsProblems } from './args-validator.js';
+import type { ArgsValidator } from './args-validator.js';
+import type { ToolCallLedger } from './ledger.js';
+import type { JsonSchema, ToolDefinition, ToolError, ToolOutcome } from './types.js';
+import { ToolCallCancelledError } from './webhook-executor.js';
+import type { WebhookRequest, WebhookResult } from './webhook-executor.js';
+
+/** One tool call as the tools service's consumer hands it over. */
+export interface ToolCallRequest {
+  tenantId: string;
+  conversationId: string;
+  /** Unique within the tenant; the ledger key and the webhook's Idempotency-Key. */
+  toolCallId: string;
+  /** The tool the model called. */
+  name: string;
+  /** The model's arguments, unchecked. */
+  args: unknown;
+  /** The tenant's definition of the tool (for a built-in, its kind and approval policy matter). */
+  tool: ToolDefinition;
+  /** True when a user approved this call (only consulted for `approval: 'always'`). */
+  approvalGranted: boolean;
+  /** The tenant's webhook secret; required for webhook tools. */
+  webhookSecret?: string;
+}
+
+/** What `executeToolCall` works with. */
+export interface ToolCallDependencies {
+  ledger: ToolCallLedger;
+  webhooks: { call(request: WebhookRequest): Promise<WebhookResult> };
+  validator?: ArgsValidator;
+  builtins?: readonly BuiltinTool[];
+  now?: () => Date;
+  /** Told about a built-in's unexpected failure (for the logs); the model only reads `builtin_failed`. */
+  onUnexpectedError?: (error: unknown, request: ToolCallRequest) => void;
+}
+
+/**
+ * The outcome, and how it came about: `executed` (first delivery), `resumed` (an earlier attempt
+ * was interrupted; run again with the same Idempotency-Key), `replayed` (the ledger already had
+ * the outcome; nothing ran), `refused` (approval missing; nothing ran, nothing recorded).
+ */
+export type ToolCallResult = ToolOutcome & { execution: 'executed' | 'resumed' | 'replayed' | 'refused' };
+
+type Attempted =
+  { ok: true; result: unknown; attempts: number } | { ok: false; error: ToolError; attempts: number };
+
+/**
+ * Executes a tool call at most once to completion: a completed call is answered from the ledger;
+ * an interrupted one runs again under the same key (the webhook contract makes that safe).
+ * Arguments are checked before anything runs, and every outcome — results, tool errors, bad
+ * arguments — is recorded. Rejects only when cancelled (ToolCallCancelledError; the ledger keeps
+ * the call in flight, so a redelivery resumes it) or when the ledger itself fails.
+ */
+export const executeToolCall = async (
+  request: ToolCallRequest,
+  deps: ToolCallDependencies,
+  options: { signal?: AbortSignal } = {},
+): Promise<ToolCallResult> => {
+  const key = { tenantId: request.tenantId, toolCallId: request.toolCallId };
+  if (request.tool.approval === 'always' && !request.approvalGranted) {
+    // A call that completed (approved) earlier is still answered from the ledger.
+    const known = await deps.ledger.get(key);
+    if (known?.outcome) return { ...known.outcome, execution: 'replayed' };
+    // Not recorded: the call has not run, and an approval may still come for it.
+    return {
+      ok: false,
+      error: {
+        code: 'approval_required',
+        message: `${request.name} needs a user's approval, and it was not given`,
+      },
+      attempts: 0,
+      durationMs: 0,
+      execution: 'refused',
+    };
+  }
+
+  const begun = await deps.ledger.begin(key, { conversationId: request.conversationId, name: request.name });
+  if (begun.record.outcome) return { ...begun.record.outcome, execution: 'replayed' };
+
+  const started = performance.now();
+  const attempted = await attempt(request, deps, options.signal);
+  const outcome: ToolOutcome = { ...attempted, durationMs: Math.round(performance.now() - started) };
+  // Two executors racing on one call both get the first recorded outcome.
+  const stored = await deps.ledger.complete(key, outcome);
+  return { ...(stored.outcome ?? outcome), execution: begun.state === 'new' ? 'executed' : 'resumed' };
+};
+
+const attempt = async (
+  request: ToolCallRequest,
+  deps: ToolCallDependencies,
+  signal: AbortSignal | undefined,
+): Promise<Attempted> => {
+  const { tool } = request;
+  if (request.name !== tool.name) {
+    return misconfigured(`the call names ${request.name} but the tool definition is ${tool.name}`);
+  }
+  const builtin =
+    tool.kind === 'builtin' ? (deps.builtins ?? BUILTIN_TOOLS).find((b) => b.name === tool.name) : undefined;
+  if (tool.kind === 'builtin' && !builtin)
+    return misconfigured(`there is no built-in tool named ${tool.name}`);
+
+  // A built-in's own schema is authoritative: tenants cannot redefine built-ins.
+  const checked = checkArgs(
+    deps.validator ?? defaultArgsValidator,
+    builtin?.inputSchema ?? tool.inputSchema,
+    request,
+  );
+  if (checked) return checked;
+  if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
+
+  if (builtin) return runBuiltin(builtin, request, deps, signal);
+
+  if (!tool.url) return misconfigured(`the webhook tool ${tool.name} has no URL`);
+  if (!request.webhookSecret) {
+    return misconfigured(
+      'the tenant has no webhook secret, so the call cannot be signed (POST /v1/webhook-secret)',
+    );
+  }
+  if (!Number.isFinite(tool.timeoutMs) || tool.timeoutMs <= 0) {
+    return misconfigured(`the tool's timeoutMs must be a positive number of milliseconds`);
+  }
+  const result = await deps.webhooks.call({
+    url: tool.url,
+    tenantId: request.tenantId,
+    conversationId: request.conversationId,
+    toolCallId: request.toolCallId,
+    args: request.args,
+    timeoutMs: tool.timeoutMs,
+    secret: request.webhookSecret,
+    signal,
+  });
+  return result.ok
+    ? { ok: true, result: result.result, attempts: result.attempts }
+    : { ok: false, error: result.error, attempts: result.attempts };
+};
+
+/** A tool error when the arguments fail the schema (or the schema is broken); undefined when they pass. */
+const checkArgs = (
+  validator: ArgsValidator,
+  schema: JsonSchema,
+  request: ToolCallRequest,
+): Attempted | undefined => {
+  try {
+    const verdict = validator.validate(schema, request.args);
+    if (verdict.ok) return undefined;
+    return {
+      ok: false,
+      error: { code: 'invalid_arguments', message: formatArgsProblems(verdict.errors) },
+      attempts: 0,
+    };
+  } catch (error) {
+    if (error instanceof ValidationError) return misconfigured(`the tool's ${error.message}`);
+    throw error;
+  }
+};
+
+const runBuiltin = async (
+  builtin: BuiltinTool,
+  request: ToolCallRequest,
+  deps: ToolCallDependencies,
+  signal: AbortSignal | undefined,
+): Promise<Attempted> => {
+  try {
+    const result: unknown = await builtin.execute(request.args as Record<string, unknown>, {
+      tenantId: request.tenantId,
+      conversationId: request.conversationId,
+      toolCallId: request.toolCallId,
+      now: deps.now ?? (() => new Date()),
+      signal,
+    });
+    return { ok: true, result, attempts: 1 };
+  } catch (error) {
+    if (error instanceof BuiltinToolError)
+      return { ok: false, error: { code: error.reason, message: error.message }, attempts: 1 };
+    if (error instanceof KeelError) {
+      return { ok: false, error: { code: error.code.toLowerCase(), message: error.message }, attempts: 1 };
+    }
+    // An unexpected failure's details stay out of what the model (and the end user) reads.
+    deps.onUnexpectedError?.(error, request);
+    return {
+      ok: false,
+      error: { code: 'builtin_failed', message: `the built-in tool ${builtin.name} failed` },
+      attempts: 1,
+    };
+  }
+};
+
+const misconfigured = (message: string): Attempted => ({
+  ok: false,
+  error: { code: 'tool_misconfigured', message },
+  attempts: 0,
+});
