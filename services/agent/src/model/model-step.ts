@@ -24,7 +24,12 @@ export interface ModelStepInput {
 export interface ModelStepOutput {
   text: string;
   toolCalls: Array<{ toolCallId: string; name: string; args: unknown }>;
-  usage: { promptTokens: number; completionTokens: number; cacheReadTokens: number; cacheWriteTokens: number };
+  usage: {
+    promptTokens: number;
+    completionTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+  };
   /** The model id the provider reported (or the requested one). */
   model: string;
   /** Context window fill of this call, when known. */
