@@ -185,7 +185,11 @@ export class TurnWorker {
       if (this.inFlight.get(key)?.controller === controller) this.inFlight.delete(key);
     }
 
-    const verdicts: ToolCallVerdict[] = output.toolCalls.map((call) => {
+    // Providers' call ids are not unique (the demo model's repeat, some providers have none); the
+    // ledger and Idempotency-Key need ids unique per tenant, so each call gets a Keel id, which the
+    // transcript then uses on both sides (assistant tool_calls and tool results).
+    const calls = output.toolCalls.map((c) => ({ ...c, toolCallId: uuidv7() }));
+    const verdicts: ToolCallVerdict[] = calls.map((call) => {
       const tool = tools.find((t) => t.name === call.name);
       const argErrors =
         typeof call.args === 'string'
@@ -209,7 +213,7 @@ export class TurnWorker {
         step,
         messageId: uuidv7(),
         text: output.text,
-        toolCalls: output.toolCalls.map((c, i) => ({ ...c, verdict: verdicts[i]! })),
+        toolCalls: calls.map((c, i) => ({ ...c, verdict: verdicts[i]! })),
         usage: {
           model: output.model,
           promptTokens: output.usage.promptTokens,
@@ -219,7 +223,7 @@ export class TurnWorker {
           // Priced by the pricing service (issue 5); unknown until then, never a silent 0.
           costUsd: null,
         },
-        approvalIds: Object.fromEntries(output.toolCalls.map((c) => [c.toolCallId, uuidv7()])),
+        approvalIds: Object.fromEntries(calls.map((c) => [c.toolCallId, uuidv7()])),
         at: new Date().toISOString(),
       });
     } catch (error) {

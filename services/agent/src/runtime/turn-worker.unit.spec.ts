@@ -181,7 +181,8 @@ describe('turn worker', () => {
       ['assistant', 'Order 7 ships tomorrow.'],
     ]);
     expect(view.usage).toEqual({ promptTokens: 20, completionTokens: 10, costUsd: 0 });
-    expect(t.executed).toEqual(['call_1']);
+    expect(t.executed).toHaveLength(1);
+    expect(t.executed[0]).toMatch(/^[0-9a-f-]{36}$/); // a Keel id, not the provider's call_1
     expect(t.model.calls).toHaveLength(2);
     expect(t.model.calls[1]!.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
     const texts = t.deltas
@@ -189,7 +190,9 @@ describe('turn worker', () => {
       .map((d) => (d.data as { text: string }).text);
     expect(texts.join('')).toBe('Order 7 ships tomorrow. ');
     const events = await t.store.read('acme', `conversation-${id}`);
-    expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual([]);
+    expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual(
+      [],
+    );
   });
 
   it('waits for an approval; a denial reaches the model as a tool error and the turn goes on', async () => {
@@ -235,7 +238,7 @@ describe('turn worker', () => {
     const [approval] = (await t.conversations.get('acme', id)).pendingApprovals;
     await t.conversations.decideApproval(ctx, id, approval!.approvalId, { decision: 'approve' });
     await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
-    expect(t.executed).toEqual(['call_a']);
+    expect(t.executed).toHaveLength(1);
   });
 
   it('cancel aborts the in-flight model call and ends the turn', async () => {
@@ -297,6 +300,6 @@ describe('turn worker', () => {
       return views.every((v) => v.status === 'idle');
     }, 10_000);
     expect(t.model.calls).toHaveLength(24);
-    expect([...t.executed].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `c${i}`).sort());
+    expect(new Set(t.executed).size).toBe(12);
   });
 });
