@@ -11,6 +11,8 @@ export {
 export type { KeelConfig, LogLevel, ServiceName } from './config.js';
 export { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, loadGrpcServing, protoRoot } from './grpc-server.js';
 export type { GrpcServiceDefinition, GrpcServing } from './grpc-server.js';
+export { INTERNAL_ERROR_MESSAGE, grpcStatusOf, toRpcException } from './grpc-status.js';
+export type { GrpcErrorLogger, GrpcErrorStatus } from './grpc-status.js';
 export { createInfrastructure } from './infrastructure.js';
 export type { Infrastructure, InfrastructureKinds } from './infrastructure.js';
 export { REDACTED_PATHS, createLogger, withLogContext } from './logger.js';

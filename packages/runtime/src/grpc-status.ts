@@ -1,0 +1,71 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { KeelErrorCode } from '@keel/core';
+import { KeelError, ValidationError } from '@keel/core';
+import { RpcException } from '@nestjs/microservices';
+
+/** What a gRPC caller is told about a failed call: the status code and a message safe to send. */
+export interface GrpcErrorStatus {
+  code: GrpcStatus;
+  message: string;
+}
+
+/** Where the cause of an INTERNAL error goes (pino-compatible), since the caller never sees it. */
+export interface GrpcErrorLogger {
+  error(obj: object, msg?: string): void;
+}
+
+/** The only message an unexpected error is answered with: its cause may hold anything. */
+export const INTERNAL_ERROR_MESSAGE = 'internal error';
+
+const STATUS_OF_CODE: Readonly<Record<KeelErrorCode, GrpcStatus>> = {
+  INVALID_ARGUMENT: GrpcStatus.INVALID_ARGUMENT,
+  NOT_FOUND: GrpcStatus.NOT_FOUND,
+  ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  FAILED_PRECONDITION: GrpcStatus.FAILED_PRECONDITION,
+  ABORTED: GrpcStatus.ABORTED,
+  PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
+  UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
+  RESOURCE_EXHAUSTED: GrpcStatus.RESOURCE_EXHAUSTED,
+  UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
+  INTERNAL: GrpcStatus.INTERNAL,
+};
+
+/**
+ * The gRPC status of an error, mapped once at the edge. A KeelError's code names its status,
+ * except that a precondition marked as a conflict (`details.conflict`, e.g. a busy conversation
+ * or a decided approval) is ABORTED, as HTTP answers it 409: the caller may retry after
+ * re-reading. A validation error's message names the failing field. An INTERNAL KeelError or
+ * any other error is INTERNAL with a generic message; its cause must be logged, not sent.
+ */
+export function grpcStatusOf(error: unknown): GrpcErrorStatus {
+  if (!(error instanceof KeelError) || error.code === 'INTERNAL') {
+    return { code: GrpcStatus.INTERNAL, message: INTERNAL_ERROR_MESSAGE };
+  }
+  if (error.code === 'FAILED_PRECONDITION' && error.details['conflict'] === true) {
+    return { code: GrpcStatus.ABORTED, message: error.message };
+  }
+  return { code: STATUS_OF_CODE[error.code], message: messageOf(error) };
+}
+
+/** A validation message that does not say which field is wrong gets the field in front. */
+const messageOf = (error: KeelError): string => {
+  const field = error instanceof ValidationError ? error.field : error.details['field'];
+  if (typeof field !== 'string' || field === '' || error.message.includes(field)) return error.message;
+  return `${field}: ${error.message}`;
+};
+
+/**
+ * The RpcException Nest's gRPC transport turns into the call's status (`{ code, message }`).
+ * An INTERNAL outcome logs the original error with `context` (tenant, RPC, correlation id).
+ */
+export function toRpcException(
+  error: unknown,
+  logger?: GrpcErrorLogger,
+  context: Record<string, unknown> = {},
+): RpcException {
+  if (error instanceof RpcException) return error;
+  const mapped = grpcStatusOf(error);
+  if (mapped.code === GrpcStatus.INTERNAL) logger?.error({ ...context, err: error }, 'gRPC call failed');
+  return new RpcException({ code: mapped.code, message: mapped.message });
+}
