@@ -22,6 +22,25 @@ describe('MongoDB checkpoints and leases', () => {
     expect(await checkpoints.load('other')).toBe(0);
   });
 
+  it('the holder keeps a short lease across windows without a gap; when it stops, another takes it', async () => {
+    const leases = new MongoLeaseStore(client.db());
+    const ttl = 300;
+    const seen: Array<[boolean, boolean]> = [];
+    const until = Date.now() + 1_200;
+    while (Date.now() < until) {
+      seen.push([
+        await leases.tryAcquire('relay', 'holder', ttl),
+        await leases.tryAcquire('relay', 'other', ttl),
+      ]);
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    expect(seen.length).toBeGreaterThan(10);
+    expect(seen.every(([holder, other]) => holder && !other)).toBe(true);
+    await new Promise((r) => setTimeout(r, 2 * ttl));
+    expect(await leases.tryAcquire('relay', 'other', ttl)).toBe(true);
+    expect(await leases.tryAcquire('relay', 'holder', ttl)).toBe(false);
+  });
+
   it('one live lease at a time; it expires, and its owner may renew or release it', async () => {
     const leases = new MongoLeaseStore(client.db());
     const racers = await Promise.all(

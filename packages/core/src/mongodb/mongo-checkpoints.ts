@@ -19,7 +19,13 @@ export class MongoCheckpointStore implements CheckpointStore {
   }
 }
 
-/** Leases on MongoDB: one conditional update, so two processes cannot both take a live lease. */
+/**
+ * Leases on MongoDB built from unique inserts only: one document per time window of `ttlMs`,
+ * `_id = <name>|<window>`, so exactly one owner wins each window even where conditional updates
+ * are not atomic (FerretDB 1.24 lets several concurrent conditional updates match one document).
+ * The holder claims the next window during the second half of its own, so it keeps the lease
+ * without a gap; a holder that stops renewing loses it when its window ends.
+ */
 export class MongoLeaseStore implements LeaseStore {
   private readonly leases: Collection<{ _id: string; owner: string; until: number }>;
 
@@ -29,21 +35,37 @@ export class MongoLeaseStore implements LeaseStore {
 
   async tryAcquire(name: string, owner: string, ttlMs: number): Promise<boolean> {
     const now = Date.now();
-    const taken = await this.leases.updateOne(
-      { _id: name, $or: [{ owner }, { until: { $lt: now } }] },
-      { $set: { owner, until: now + ttlMs } },
-    );
-    if (taken.matchedCount === 1) return true;
-    try {
-      await this.leases.insertOne({ _id: name, owner, until: now + ttlMs });
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    const window = Math.floor(now / ttlMs);
+    const held = (await this.claim(name, window, owner, ttlMs)) === owner;
+    if (held && now - window * ttlMs > ttlMs / 2) await this.claim(name, window + 1, owner, ttlMs);
+    return held;
   }
 
   async release(name: string, owner: string): Promise<void> {
-    await this.leases.deleteOne({ _id: name, owner });
+    await this.leases.deleteMany({ _id: { $regex: `^${escapeRegex(name)}\\|` }, owner });
+  }
+
+  /** The owner of a window: this one if its insert wins, else whoever's did. */
+  private async claim(
+    name: string,
+    window: number,
+    owner: string,
+    ttlMs: number,
+  ): Promise<string | undefined> {
+    const _id = `${name}|${window}`;
+    try {
+      await this.leases.insertOne({ _id, owner, until: (window + 1) * ttlMs });
+      // One winner per window tidies the windows long past.
+      await this.leases.deleteMany({
+        _id: { $regex: `^${escapeRegex(name)}\\|` },
+        until: { $lt: (window - 1) * ttlMs },
+      });
+      return owner;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      return (await this.leases.findOne({ _id }))?.owner;
+    }
   }
 }
+
+const escapeRegex = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

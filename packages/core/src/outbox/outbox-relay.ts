@@ -143,7 +143,7 @@ export class OutboxRelay {
 
   private async holdLease(): Promise<boolean> {
     const now = Date.now();
-    if (this.stats.holdsLease && now - this.leaseCheckedAt < this.leaseTtlMs / 3) return true;
+    if (this.stats.holdsLease && now - this.leaseCheckedAt < this.leaseTtlMs / 4) return true;
     const held = await this.options.leases.tryAcquire(this.name, this.owner, this.leaseTtlMs);
     if (held !== this.stats.holdsLease) {
       this.options.logger?.info(
