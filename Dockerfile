@@ -6,6 +6,7 @@ COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
 COPY proto/package.json proto/
 COPY packages/core/package.json packages/core/
 COPY packages/events/package.json packages/events/
+COPY packages/tooling/package.json packages/tooling/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/testkit/package.json packages/testkit/
 COPY services/gateway/package.json services/gateway/
@@ -26,6 +27,7 @@ COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/proto/package.json proto/
 COPY --from=build /app/packages/core/package.json packages/core/
 COPY --from=build /app/packages/events/package.json packages/events/
+COPY --from=build /app/packages/tooling/package.json packages/tooling/
 COPY --from=build /app/packages/runtime/package.json packages/runtime/
 COPY --from=build /app/packages/testkit/package.json packages/testkit/
 COPY --from=build /app/services/gateway/package.json services/gateway/
@@ -38,6 +40,7 @@ COPY --from=build /app/proto/dist proto/dist
 COPY --from=build /app/proto/keel proto/keel
 COPY --from=build /app/packages/core/dist packages/core/dist
 COPY --from=build /app/packages/events/dist packages/events/dist
+COPY --from=build /app/packages/tooling/dist packages/tooling/dist
 COPY --from=build /app/packages/runtime/dist packages/runtime/dist
 COPY --from=build /app/services/gateway/dist services/gateway/dist
 COPY --from=build /app/services/agent/dist services/agent/dist

@@ -1,8 +1,8 @@
 import { KeelError, ValidationError } from '@keel/core';
-import { BUILTIN_TOOLS, BuiltinToolError } from '../builtins/index.js';
-import type { BuiltinTool } from '../builtins/index.js';
-import { defaultArgsValidator, formatArgsProblems } from './args-validator.js';
-import type { ArgsValidator } from './args-validator.js';
+import { BUILTIN_TOOLS, BuiltinToolError } from '@keel/tooling';
+import type { BuiltinTool } from '@keel/tooling';
+import { defaultArgsValidator, formatArgsProblems } from '@keel/tooling';
+import type { ArgsValidator } from '@keel/tooling';
 import type { ToolCallLedger } from './ledger.js';
 import type { JsonSchema, ToolDefinition, ToolError, ToolOutcome } from './types.js';
 import { ToolCallCancelledError } from './webhook-executor.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BuiltinTool } from '../builtins/index.js';
+import type { BuiltinTool } from '@keel/tooling';
 import { executeToolCall } from './execute-tool-call.js';
 import type { ToolCallDependencies, ToolCallRequest } from './execute-tool-call.js';
 import { InMemoryToolCallLedger } from './ledger.js';

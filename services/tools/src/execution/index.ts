@@ -13,8 +13,8 @@ export {
   defaultArgsValidator,
   formatArgsProblems,
   schemaHash,
-} from './args-validator.js';
-export type { ArgsProblem, ArgsValidation, ArgsValidatorOptions } from './args-validator.js';
+} from '@keel/tooling';
+export type { ArgsProblem, ArgsValidation, ArgsValidatorOptions } from '@keel/tooling';
 export { backoffDelayMs, sleep } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export {

@@ -1,5 +1,7 @@
 /** A JSON Schema document as a tenant registers it (an object; its content is checked by ajv). */
-export type JsonSchema = Readonly<Record<string, unknown>>;
+import type { JsonSchema } from '@keel/tooling';
+
+export type { JsonSchema };
 
 /** What the tools service needs to know about one tool to execute a call of it. */
 export interface ToolDefinition {

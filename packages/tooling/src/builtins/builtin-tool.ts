@@ -1,5 +1,5 @@
 import { ValidationError } from '@keel/core';
-import type { JsonSchema } from '../execution/types.js';
+import type { JsonSchema } from '../json-schema.js';
 
 /** What a built-in tool knows about the call it serves. */
 export interface BuiltinContext {

@@ -4,7 +4,7 @@ import { _, Ajv } from 'ajv';
 import type { ErrorObject, Options, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
-import type { JsonSchema } from './types.js';
+import type { JsonSchema } from './json-schema.js';
 
 /** One problem with the arguments: where (`$`, `$.city`, `$.items[0].name`) and what, for the model. */
 export interface ArgsProblem {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ArgsValidator } from '../execution/args-validator.js';
+import { ArgsValidator } from '../args-validator.js';
 import { BUILTIN_TOOLS, findBuiltinTool, isReservedToolName } from './index.js';
 
 describe('built-in tools', () => {

@@ -1,0 +1,3 @@
+export * from './json-schema.js';
+export * from './builtins/index.js';
+export * from './args-validator.js';
