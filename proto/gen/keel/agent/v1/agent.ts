@@ -107,6 +107,188 @@ export interface CancelTurnRequest {
   request?: CancelTurnRequest6 | undefined;
 }
 
+/** Response of AgentService.SubmitMessage. */
+export interface SubmitMessageResponse {
+  /** The turn the message started or queued. */
+  turnId: string;
+}
+
+/**
+ * A tool an agent may call (API.md `PUT /v1/tools/{name}`, `GET /v1/tools`).
+ *
+ * `kind`, `approval` and `roles` are the API's JSON words rather than enums, so the gateway
+ * passes them through and a wrong value is refused with a message naming the field and the
+ * allowed words.
+ */
+export interface Tool {
+  /** `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`; built-in names (`current_time`, `calculator`) are reserved. */
+  name: string;
+  /** What the tool does, as the model reads it (1 to 2000 characters). */
+  description: string;
+  /** JSON Schema of the arguments as JSON text: an object schema (`"type": "object"`). */
+  inputSchemaJson: string;
+  /** `webhook` for tenant tools (empty in PutTool means `webhook`); `builtin` for built-ins. */
+  kind: string;
+  /** http(s) URL the tools service POSTs calls to (webhook tools); empty for built-ins. */
+  url: string;
+  /** `never` (empty in PutTool means `never`) or `always`: whether a person approves each call. */
+  approval: string;
+  /** Roles (`admin`, `editor`, `viewer`) whose messages may cause a call; empty means any role. */
+  roles: string[];
+  /** Agent phases the tool may run in; empty means every phase. */
+  phases: string[];
+  /** Time limit of one call in milliseconds, 100 to 120000; 0 in PutTool means 10000. */
+  timeoutMs: number;
+  /** True for the platform's built-in tools (read-only here); ignored in PutTool. */
+  builtin: boolean;
+}
+
+/** Request of AgentService.PutTool. */
+export interface PutToolRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** The tool to store under `tool.name`. */
+  tool?: Tool | undefined;
+}
+
+/** Response of AgentService.PutTool. */
+export interface PutToolResponse {
+  /** The stored tool, defaults filled in. */
+  tool?: Tool | undefined;
+}
+
+/** Request of AgentService.ListTools. */
+export interface ListToolsRequest {
+  /** Caller identity and correlation. */
+  context?: CallContext | undefined;
+}
+
+/** Response of AgentService.ListTools. */
+export interface ListToolsResponse {
+  /** The built-in tools first, then the tenant's tools ordered by name. */
+  data: Tool[];
+}
+
+/** An agent (API.md `PUT /v1/agents/{agentId}`). */
+export interface Agent {
+  /** `^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$`. */
+  agentId: string;
+  /**
+   * `provider:model`, e.g. `openai:gpt-4o-mini`; provider one of openai, anthropic, google,
+   * ollama, demo.
+   */
+  model: string;
+  /** The agent's instructions (system prompt), at most 100000 characters. */
+  instructions: string;
+  /** Names of the tools it may call: the tenant's tools or built-ins, each once. */
+  tools: string[];
+  /** Model calls per turn at most, 1 to 100; 0 in PutAgent means 8. */
+  maxSteps: number;
+  /** Sampling temperature, 0 to 2. */
+  temperature: number;
+  /**
+   * Characters of a tool result the model is sent (the full result stays in the log), at least
+   * 100; 0 in PutAgent means 8000.
+   */
+  toolResultMaxChars: number;
+  /**
+   * The agent's phase machine as JSON text, `{ "initial": "...", "transitions": [{ "from"?:
+   * "...", "tool": "...", "to": "..." }] }`; empty when the agent has none.
+   */
+  phasesJson: string;
+}
+
+/** Request of AgentService.PutAgent. */
+export interface PutAgentRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** The agent to store under `agent.agent_id`. */
+  agent?: Agent | undefined;
+}
+
+/** Response of AgentService.PutAgent. */
+export interface PutAgentResponse {
+  /** The stored agent, defaults filled in. */
+  agent?: Agent | undefined;
+}
+
+/** Request of AgentService.GetAgent. */
+export interface GetAgentRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** The agent's id. */
+  agentId: string;
+}
+
+/** Response of AgentService.GetAgent. */
+export interface GetAgentResponse {
+  /** The stored agent. */
+  agent?: Agent | undefined;
+}
+
+/** Request of AgentService.ListAgents. */
+export interface ListAgentsRequest {
+  /** Caller identity and correlation. */
+  context?: CallContext | undefined;
+}
+
+/** Response of AgentService.ListAgents. */
+export interface ListAgentsResponse {
+  /** The tenant's agents ordered by id. */
+  data: Agent[];
+}
+
+/** Request of AgentService.PutProvider: replaces the tenant's settings for one provider. */
+export interface PutProviderRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** `openai`, `anthropic`, `google`, `ollama` or `demo`. */
+  provider: string;
+  /**
+   * The provider API key; sealed (AES-256-GCM) before it is stored, never returned or logged.
+   * Absent or empty: the tenant has no key of its own and the environment's is used.
+   */
+  apiKey?:
+    | string
+    | undefined;
+  /**
+   * http(s) endpoint replacing the provider's default (OpenAI-compatible servers, Ollama).
+   * Absent or empty: the provider's (or the environment's) default.
+   */
+  baseUrl?: string | undefined;
+}
+
+/** Response of AgentService.PutProvider; the key is never echoed. */
+export interface PutProviderResponse {
+  /** The provider configured. */
+  provider: string;
+  /** Always true: the settings are stored. */
+  configured: boolean;
+}
+
+/** Request of AgentService.RotateWebhookSecret. */
+export interface RotateWebhookSecretRequest {
+  /** Caller identity and correlation. */
+  context?: CallContext | undefined;
+}
+
+/** Response of AgentService.RotateWebhookSecret. */
+export interface RotateWebhookSecretResponse {
+  /**
+   * The new secret (32 random bytes, base64url): the HMAC-SHA256 key of `X-Keel-Signature`.
+   * Shown once; store it now.
+   */
+  secret: string;
+}
+
 export const KEEL_AGENT_V1_PACKAGE_NAME = "keel.agent.v1";
 
 function createBaseCallContext(): CallContext {
@@ -752,9 +934,1607 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
   },
 };
 
+function createBaseSubmitMessageResponse(): SubmitMessageResponse {
+  return { turnId: "" };
+}
+
+export const SubmitMessageResponse: MessageFns<SubmitMessageResponse> = {
+  encode(message: SubmitMessageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.turnId !== "") {
+      writer.uint32(10).string(message.turnId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitMessageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitMessageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.turnId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitMessageResponse {
+    return {
+      turnId: isSet(object.turnId)
+        ? globalThis.String(object.turnId)
+        : isSet(object.turn_id)
+        ? globalThis.String(object.turn_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SubmitMessageResponse): unknown {
+    const obj: any = {};
+    if (message.turnId !== "") {
+      obj.turnId = message.turnId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitMessageResponse>, I>>(base?: I): SubmitMessageResponse {
+    return SubmitMessageResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitMessageResponse>, I>>(object: I): SubmitMessageResponse {
+    const message = createBaseSubmitMessageResponse();
+    message.turnId = object.turnId ?? "";
+    return message;
+  },
+};
+
+function createBaseTool(): Tool {
+  return {
+    name: "",
+    description: "",
+    inputSchemaJson: "",
+    kind: "",
+    url: "",
+    approval: "",
+    roles: [],
+    phases: [],
+    timeoutMs: 0,
+    builtin: false,
+  };
+}
+
+export const Tool: MessageFns<Tool> = {
+  encode(message: Tool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.inputSchemaJson !== "") {
+      writer.uint32(26).string(message.inputSchemaJson);
+    }
+    if (message.kind !== "") {
+      writer.uint32(34).string(message.kind);
+    }
+    if (message.url !== "") {
+      writer.uint32(42).string(message.url);
+    }
+    if (message.approval !== "") {
+      writer.uint32(50).string(message.approval);
+    }
+    for (const v of message.roles) {
+      writer.uint32(58).string(v!);
+    }
+    for (const v of message.phases) {
+      writer.uint32(66).string(v!);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(72).uint32(message.timeoutMs);
+    }
+    if (message.builtin !== false) {
+      writer.uint32(80).bool(message.builtin);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Tool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.inputSchemaJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.approval = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.roles.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.phases.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.builtin = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Tool {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      inputSchemaJson: isSet(object.inputSchemaJson)
+        ? globalThis.String(object.inputSchemaJson)
+        : isSet(object.input_schema_json)
+        ? globalThis.String(object.input_schema_json)
+        : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      approval: isSet(object.approval) ? globalThis.String(object.approval) : "",
+      roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+      phases: globalThis.Array.isArray(object?.phases) ? object.phases.map((e: any) => globalThis.String(e)) : [],
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+      builtin: isSet(object.builtin) ? globalThis.Boolean(object.builtin) : false,
+    };
+  },
+
+  toJSON(message: Tool): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.inputSchemaJson !== "") {
+      obj.inputSchemaJson = message.inputSchemaJson;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.approval !== "") {
+      obj.approval = message.approval;
+    }
+    if (message.roles?.length) {
+      obj.roles = message.roles;
+    }
+    if (message.phases?.length) {
+      obj.phases = message.phases;
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.builtin !== false) {
+      obj.builtin = message.builtin;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Tool>, I>>(base?: I): Tool {
+    return Tool.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Tool>, I>>(object: I): Tool {
+    const message = createBaseTool();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.inputSchemaJson = object.inputSchemaJson ?? "";
+    message.kind = object.kind ?? "";
+    message.url = object.url ?? "";
+    message.approval = object.approval ?? "";
+    message.roles = object.roles?.map((e) => e) || [];
+    message.phases = object.phases?.map((e) => e) || [];
+    message.timeoutMs = object.timeoutMs ?? 0;
+    message.builtin = object.builtin ?? false;
+    return message;
+  },
+};
+
+function createBasePutToolRequest(): PutToolRequest {
+  return {};
+}
+
+export const PutToolRequest: MessageFns<PutToolRequest> = {
+  encode(message: PutToolRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.tool !== undefined) {
+      Tool.encode(message.tool, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutToolRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutToolRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tool = Tool.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutToolRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      tool: isSet(object.tool) ? Tool.fromJSON(object.tool) : undefined,
+    };
+  },
+
+  toJSON(message: PutToolRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.tool !== undefined) {
+      obj.tool = Tool.toJSON(message.tool);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutToolRequest>, I>>(base?: I): PutToolRequest {
+    return PutToolRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutToolRequest>, I>>(object: I): PutToolRequest {
+    const message = createBasePutToolRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.tool = (object.tool !== undefined && object.tool !== null) ? Tool.fromPartial(object.tool) : undefined;
+    return message;
+  },
+};
+
+function createBasePutToolResponse(): PutToolResponse {
+  return {};
+}
+
+export const PutToolResponse: MessageFns<PutToolResponse> = {
+  encode(message: PutToolResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tool !== undefined) {
+      Tool.encode(message.tool, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutToolResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutToolResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tool = Tool.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutToolResponse {
+    return { tool: isSet(object.tool) ? Tool.fromJSON(object.tool) : undefined };
+  },
+
+  toJSON(message: PutToolResponse): unknown {
+    const obj: any = {};
+    if (message.tool !== undefined) {
+      obj.tool = Tool.toJSON(message.tool);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutToolResponse>, I>>(base?: I): PutToolResponse {
+    return PutToolResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutToolResponse>, I>>(object: I): PutToolResponse {
+    const message = createBasePutToolResponse();
+    message.tool = (object.tool !== undefined && object.tool !== null) ? Tool.fromPartial(object.tool) : undefined;
+    return message;
+  },
+};
+
+function createBaseListToolsRequest(): ListToolsRequest {
+  return {};
+}
+
+export const ListToolsRequest: MessageFns<ListToolsRequest> = {
+  encode(message: ListToolsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListToolsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListToolsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListToolsRequest {
+    return { context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined };
+  },
+
+  toJSON(message: ListToolsRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListToolsRequest>, I>>(base?: I): ListToolsRequest {
+    return ListToolsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListToolsRequest>, I>>(object: I): ListToolsRequest {
+    const message = createBaseListToolsRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListToolsResponse(): ListToolsResponse {
+  return { data: [] };
+}
+
+export const ListToolsResponse: MessageFns<ListToolsResponse> = {
+  encode(message: ListToolsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.data) {
+      Tool.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListToolsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListToolsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data.push(Tool.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListToolsResponse {
+    return { data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => Tool.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: ListToolsResponse): unknown {
+    const obj: any = {};
+    if (message.data?.length) {
+      obj.data = message.data.map((e) => Tool.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListToolsResponse>, I>>(base?: I): ListToolsResponse {
+    return ListToolsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListToolsResponse>, I>>(object: I): ListToolsResponse {
+    const message = createBaseListToolsResponse();
+    message.data = object.data?.map((e) => Tool.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAgent(): Agent {
+  return {
+    agentId: "",
+    model: "",
+    instructions: "",
+    tools: [],
+    maxSteps: 0,
+    temperature: 0,
+    toolResultMaxChars: 0,
+    phasesJson: "",
+  };
+}
+
+export const Agent: MessageFns<Agent> = {
+  encode(message: Agent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agentId !== "") {
+      writer.uint32(10).string(message.agentId);
+    }
+    if (message.model !== "") {
+      writer.uint32(18).string(message.model);
+    }
+    if (message.instructions !== "") {
+      writer.uint32(26).string(message.instructions);
+    }
+    for (const v of message.tools) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.maxSteps !== 0) {
+      writer.uint32(40).uint32(message.maxSteps);
+    }
+    if (message.temperature !== 0) {
+      writer.uint32(49).double(message.temperature);
+    }
+    if (message.toolResultMaxChars !== 0) {
+      writer.uint32(56).uint32(message.toolResultMaxChars);
+    }
+    if (message.phasesJson !== "") {
+      writer.uint32(66).string(message.phasesJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Agent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAgent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.instructions = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.tools.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.maxSteps = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.temperature = reader.double();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.toolResultMaxChars = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.phasesJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Agent {
+    return {
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      instructions: isSet(object.instructions) ? globalThis.String(object.instructions) : "",
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => globalThis.String(e)) : [],
+      maxSteps: isSet(object.maxSteps)
+        ? globalThis.Number(object.maxSteps)
+        : isSet(object.max_steps)
+        ? globalThis.Number(object.max_steps)
+        : 0,
+      temperature: isSet(object.temperature) ? globalThis.Number(object.temperature) : 0,
+      toolResultMaxChars: isSet(object.toolResultMaxChars)
+        ? globalThis.Number(object.toolResultMaxChars)
+        : isSet(object.tool_result_max_chars)
+        ? globalThis.Number(object.tool_result_max_chars)
+        : 0,
+      phasesJson: isSet(object.phasesJson)
+        ? globalThis.String(object.phasesJson)
+        : isSet(object.phases_json)
+        ? globalThis.String(object.phases_json)
+        : "",
+    };
+  },
+
+  toJSON(message: Agent): unknown {
+    const obj: any = {};
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.instructions !== "") {
+      obj.instructions = message.instructions;
+    }
+    if (message.tools?.length) {
+      obj.tools = message.tools;
+    }
+    if (message.maxSteps !== 0) {
+      obj.maxSteps = Math.round(message.maxSteps);
+    }
+    if (message.temperature !== 0) {
+      obj.temperature = floatToJson(message.temperature);
+    }
+    if (message.toolResultMaxChars !== 0) {
+      obj.toolResultMaxChars = Math.round(message.toolResultMaxChars);
+    }
+    if (message.phasesJson !== "") {
+      obj.phasesJson = message.phasesJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Agent>, I>>(base?: I): Agent {
+    return Agent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Agent>, I>>(object: I): Agent {
+    const message = createBaseAgent();
+    message.agentId = object.agentId ?? "";
+    message.model = object.model ?? "";
+    message.instructions = object.instructions ?? "";
+    message.tools = object.tools?.map((e) => e) || [];
+    message.maxSteps = object.maxSteps ?? 0;
+    message.temperature = object.temperature ?? 0;
+    message.toolResultMaxChars = object.toolResultMaxChars ?? 0;
+    message.phasesJson = object.phasesJson ?? "";
+    return message;
+  },
+};
+
+function createBasePutAgentRequest(): PutAgentRequest {
+  return {};
+}
+
+export const PutAgentRequest: MessageFns<PutAgentRequest> = {
+  encode(message: PutAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.agent !== undefined) {
+      Agent.encode(message.agent, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutAgentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutAgentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.agent = Agent.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutAgentRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      agent: isSet(object.agent) ? Agent.fromJSON(object.agent) : undefined,
+    };
+  },
+
+  toJSON(message: PutAgentRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.agent !== undefined) {
+      obj.agent = Agent.toJSON(message.agent);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutAgentRequest>, I>>(base?: I): PutAgentRequest {
+    return PutAgentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutAgentRequest>, I>>(object: I): PutAgentRequest {
+    const message = createBasePutAgentRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.agent = (object.agent !== undefined && object.agent !== null) ? Agent.fromPartial(object.agent) : undefined;
+    return message;
+  },
+};
+
+function createBasePutAgentResponse(): PutAgentResponse {
+  return {};
+}
+
+export const PutAgentResponse: MessageFns<PutAgentResponse> = {
+  encode(message: PutAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agent !== undefined) {
+      Agent.encode(message.agent, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutAgentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutAgentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agent = Agent.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutAgentResponse {
+    return { agent: isSet(object.agent) ? Agent.fromJSON(object.agent) : undefined };
+  },
+
+  toJSON(message: PutAgentResponse): unknown {
+    const obj: any = {};
+    if (message.agent !== undefined) {
+      obj.agent = Agent.toJSON(message.agent);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutAgentResponse>, I>>(base?: I): PutAgentResponse {
+    return PutAgentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutAgentResponse>, I>>(object: I): PutAgentResponse {
+    const message = createBasePutAgentResponse();
+    message.agent = (object.agent !== undefined && object.agent !== null) ? Agent.fromPartial(object.agent) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetAgentRequest(): GetAgentRequest {
+  return { agentId: "" };
+}
+
+export const GetAgentRequest: MessageFns<GetAgentRequest> = {
+  encode(message: GetAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetAgentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetAgentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetAgentRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetAgentRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetAgentRequest>, I>>(base?: I): GetAgentRequest {
+    return GetAgentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetAgentRequest>, I>>(object: I): GetAgentRequest {
+    const message = createBaseGetAgentRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.agentId = object.agentId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetAgentResponse(): GetAgentResponse {
+  return {};
+}
+
+export const GetAgentResponse: MessageFns<GetAgentResponse> = {
+  encode(message: GetAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agent !== undefined) {
+      Agent.encode(message.agent, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetAgentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetAgentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agent = Agent.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetAgentResponse {
+    return { agent: isSet(object.agent) ? Agent.fromJSON(object.agent) : undefined };
+  },
+
+  toJSON(message: GetAgentResponse): unknown {
+    const obj: any = {};
+    if (message.agent !== undefined) {
+      obj.agent = Agent.toJSON(message.agent);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetAgentResponse>, I>>(base?: I): GetAgentResponse {
+    return GetAgentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetAgentResponse>, I>>(object: I): GetAgentResponse {
+    const message = createBaseGetAgentResponse();
+    message.agent = (object.agent !== undefined && object.agent !== null) ? Agent.fromPartial(object.agent) : undefined;
+    return message;
+  },
+};
+
+function createBaseListAgentsRequest(): ListAgentsRequest {
+  return {};
+}
+
+export const ListAgentsRequest: MessageFns<ListAgentsRequest> = {
+  encode(message: ListAgentsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAgentsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAgentsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAgentsRequest {
+    return { context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined };
+  },
+
+  toJSON(message: ListAgentsRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListAgentsRequest>, I>>(base?: I): ListAgentsRequest {
+    return ListAgentsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAgentsRequest>, I>>(object: I): ListAgentsRequest {
+    const message = createBaseListAgentsRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListAgentsResponse(): ListAgentsResponse {
+  return { data: [] };
+}
+
+export const ListAgentsResponse: MessageFns<ListAgentsResponse> = {
+  encode(message: ListAgentsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.data) {
+      Agent.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAgentsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAgentsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data.push(Agent.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAgentsResponse {
+    return { data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => Agent.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: ListAgentsResponse): unknown {
+    const obj: any = {};
+    if (message.data?.length) {
+      obj.data = message.data.map((e) => Agent.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListAgentsResponse>, I>>(base?: I): ListAgentsResponse {
+    return ListAgentsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAgentsResponse>, I>>(object: I): ListAgentsResponse {
+    const message = createBaseListAgentsResponse();
+    message.data = object.data?.map((e) => Agent.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePutProviderRequest(): PutProviderRequest {
+  return { provider: "" };
+}
+
+export const PutProviderRequest: MessageFns<PutProviderRequest> = {
+  encode(message: PutProviderRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.provider !== "") {
+      writer.uint32(18).string(message.provider);
+    }
+    if (message.apiKey !== undefined) {
+      writer.uint32(26).string(message.apiKey);
+    }
+    if (message.baseUrl !== undefined) {
+      writer.uint32(34).string(message.baseUrl);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutProviderRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutProviderRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.apiKey = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.baseUrl = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutProviderRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      apiKey: isSet(object.apiKey)
+        ? globalThis.String(object.apiKey)
+        : isSet(object.api_key)
+        ? globalThis.String(object.api_key)
+        : undefined,
+      baseUrl: isSet(object.baseUrl)
+        ? globalThis.String(object.baseUrl)
+        : isSet(object.base_url)
+        ? globalThis.String(object.base_url)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PutProviderRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.apiKey !== undefined) {
+      obj.apiKey = message.apiKey;
+    }
+    if (message.baseUrl !== undefined) {
+      obj.baseUrl = message.baseUrl;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutProviderRequest>, I>>(base?: I): PutProviderRequest {
+    return PutProviderRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutProviderRequest>, I>>(object: I): PutProviderRequest {
+    const message = createBasePutProviderRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.provider = object.provider ?? "";
+    message.apiKey = object.apiKey ?? undefined;
+    message.baseUrl = object.baseUrl ?? undefined;
+    return message;
+  },
+};
+
+function createBasePutProviderResponse(): PutProviderResponse {
+  return { provider: "", configured: false };
+}
+
+export const PutProviderResponse: MessageFns<PutProviderResponse> = {
+  encode(message: PutProviderResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.provider !== "") {
+      writer.uint32(10).string(message.provider);
+    }
+    if (message.configured !== false) {
+      writer.uint32(16).bool(message.configured);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutProviderResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutProviderResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.configured = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutProviderResponse {
+    return {
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      configured: isSet(object.configured) ? globalThis.Boolean(object.configured) : false,
+    };
+  },
+
+  toJSON(message: PutProviderResponse): unknown {
+    const obj: any = {};
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.configured !== false) {
+      obj.configured = message.configured;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutProviderResponse>, I>>(base?: I): PutProviderResponse {
+    return PutProviderResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutProviderResponse>, I>>(object: I): PutProviderResponse {
+    const message = createBasePutProviderResponse();
+    message.provider = object.provider ?? "";
+    message.configured = object.configured ?? false;
+    return message;
+  },
+};
+
+function createBaseRotateWebhookSecretRequest(): RotateWebhookSecretRequest {
+  return {};
+}
+
+export const RotateWebhookSecretRequest: MessageFns<RotateWebhookSecretRequest> = {
+  encode(message: RotateWebhookSecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateWebhookSecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateWebhookSecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateWebhookSecretRequest {
+    return { context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined };
+  },
+
+  toJSON(message: RotateWebhookSecretRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateWebhookSecretRequest>, I>>(base?: I): RotateWebhookSecretRequest {
+    return RotateWebhookSecretRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateWebhookSecretRequest>, I>>(object: I): RotateWebhookSecretRequest {
+    const message = createBaseRotateWebhookSecretRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRotateWebhookSecretResponse(): RotateWebhookSecretResponse {
+  return { secret: "" };
+}
+
+export const RotateWebhookSecretResponse: MessageFns<RotateWebhookSecretResponse> = {
+  encode(message: RotateWebhookSecretResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secret !== "") {
+      writer.uint32(10).string(message.secret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateWebhookSecretResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateWebhookSecretResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateWebhookSecretResponse {
+    return { secret: isSet(object.secret) ? globalThis.String(object.secret) : "" };
+  },
+
+  toJSON(message: RotateWebhookSecretResponse): unknown {
+    const obj: any = {};
+    if (message.secret !== "") {
+      obj.secret = message.secret;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateWebhookSecretResponse>, I>>(base?: I): RotateWebhookSecretResponse {
+    return RotateWebhookSecretResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateWebhookSecretResponse>, I>>(object: I): RotateWebhookSecretResponse {
+    const message = createBaseRotateWebhookSecretResponse();
+    message.secret = object.secret ?? "";
+    return message;
+  },
+};
+
 /**
  * Conversation commands and reads, served by the agent service (which owns the conversation
- * aggregate) to the gateway.
+ * aggregate) to the gateway, and the tenant configuration (tools, agents, providers, webhook
+ * secret) the conversations run on.
  *
  * Why not serve keel.conversations.v1.ConversationService here too: that contract is the public
  * one, authenticated by an API key in `authorization` metadata. The agent service does not own
@@ -762,8 +2542,16 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
  * the already-resolved principal (tenant, key, role, acting user) and the correlation id as
  * typed fields, because they go verbatim into every event's metadata. So each request here is
  * a CallContext plus the public request, and the responses are the public responses, so the
- * gateway maps one to the other without copying fields. Operations are exactly what
- * ConversationService needs; tenant configuration is not part of this contract.
+ * gateway maps one to the other without copying fields.
+ *
+ * The agent service still checks the role in the CallContext (defence in depth): tenant
+ * configuration needs `admin`; creating conversations, sending messages, deciding approvals and
+ * cancelling need `editor` or `admin`; conversation reads accept any tenant role. A missing
+ * context, tenant, actor or key id is INVALID_ARGUMENT; a role that may not act is
+ * PERMISSION_DENIED. Errors use gRPC status codes: INVALID_ARGUMENT (the message names the
+ * field), NOT_FOUND (also for another tenant's resource), ABORTED (a busy conversation, a decided
+ * approval, no running turn to cancel, a lost optimistic-concurrency race), FAILED_PRECONDITION,
+ * PERMISSION_DENIED, UNAVAILABLE; anything unexpected is INTERNAL with a generic message.
  */
 
 export interface AgentServiceClient {
@@ -783,18 +2571,73 @@ export interface AgentServiceClient {
 
   sendMessage(request: SendMessageRequest, metadata?: Metadata): Observable<TurnEvent>;
 
-  /** Approves or denies a pending tool call. */
+  /**
+   * Adds a user message and answers once its turn is recorded (started, or queued behind the
+   * running one with `if_busy` ENQUEUE); the turn then runs on without the caller, who follows
+   * it on the conversation's events (HTTP 202 `{ turnId }`). A busy conversation: ABORTED.
+   *
+   * It takes the same request as SendMessage, because it is the same command answered sooner.
+   * buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+   */
+
+  submitMessage(request: SendMessageRequest, metadata?: Metadata): Observable<SubmitMessageResponse>;
+
+  /** Approves or denies a pending tool call. Unknown approval: NOT_FOUND; decided: ABORTED. */
 
   decideApproval(request: DecideApprovalRequest, metadata?: Metadata): Observable<DecideApprovalResponse>;
 
-  /** Cancels the running turn. */
+  /** Cancels the running turn. No turn running: ABORTED. */
 
   cancelTurn(request: CancelTurnRequest, metadata?: Metadata): Observable<CancelTurnResponse>;
+
+  /**
+   * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
+   * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
+   */
+
+  putTool(request: PutToolRequest, metadata?: Metadata): Observable<PutToolResponse>;
+
+  /** Lists the tenant's tools and the built-in tools (admin), each built-in marked `builtin`. */
+
+  listTools(request: ListToolsRequest, metadata?: Metadata): Observable<ListToolsResponse>;
+
+  /**
+   * Creates or replaces an agent (admin); answers the stored agent. A tool the tenant does not
+   * have: INVALID_ARGUMENT naming the tool.
+   */
+
+  putAgent(request: PutAgentRequest, metadata?: Metadata): Observable<PutAgentResponse>;
+
+  /** Returns one agent (admin). Unknown: NOT_FOUND. */
+
+  getAgent(request: GetAgentRequest, metadata?: Metadata): Observable<GetAgentResponse>;
+
+  /** Lists the tenant's agents (admin), ordered by id. */
+
+  listAgents(request: ListAgentsRequest, metadata?: Metadata): Observable<ListAgentsResponse>;
+
+  /**
+   * Sets the tenant's credentials for a model provider (admin). The API key is sealed before it
+   * is stored and is never returned; without one the process-wide environment credential is used.
+   */
+
+  putProvider(request: PutProviderRequest, metadata?: Metadata): Observable<PutProviderResponse>;
+
+  /**
+   * Creates or rotates the tenant's webhook signing secret (admin) and returns it, once: only
+   * its sealed form is stored. The previous secret stops signing at once.
+   */
+
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    metadata?: Metadata,
+  ): Observable<RotateWebhookSecretResponse>;
 }
 
 /**
  * Conversation commands and reads, served by the agent service (which owns the conversation
- * aggregate) to the gateway.
+ * aggregate) to the gateway, and the tenant configuration (tools, agents, providers, webhook
+ * secret) the conversations run on.
  *
  * Why not serve keel.conversations.v1.ConversationService here too: that contract is the public
  * one, authenticated by an API key in `authorization` metadata. The agent service does not own
@@ -802,8 +2645,16 @@ export interface AgentServiceClient {
  * the already-resolved principal (tenant, key, role, acting user) and the correlation id as
  * typed fields, because they go verbatim into every event's metadata. So each request here is
  * a CallContext plus the public request, and the responses are the public responses, so the
- * gateway maps one to the other without copying fields. Operations are exactly what
- * ConversationService needs; tenant configuration is not part of this contract.
+ * gateway maps one to the other without copying fields.
+ *
+ * The agent service still checks the role in the CallContext (defence in depth): tenant
+ * configuration needs `admin`; creating conversations, sending messages, deciding approvals and
+ * cancelling need `editor` or `admin`; conversation reads accept any tenant role. A missing
+ * context, tenant, actor or key id is INVALID_ARGUMENT; a role that may not act is
+ * PERMISSION_DENIED. Errors use gRPC status codes: INVALID_ARGUMENT (the message names the
+ * field), NOT_FOUND (also for another tenant's resource), ABORTED (a busy conversation, a decided
+ * approval, no running turn to cancel, a lost optimistic-concurrency race), FAILED_PRECONDITION,
+ * PERMISSION_DENIED, UNAVAILABLE; anything unexpected is INTERNAL with a generic message.
  */
 
 export interface AgentServiceController {
@@ -832,19 +2683,94 @@ export interface AgentServiceController {
 
   sendMessage(request: SendMessageRequest, metadata?: Metadata): Observable<TurnEvent>;
 
-  /** Approves or denies a pending tool call. */
+  /**
+   * Adds a user message and answers once its turn is recorded (started, or queued behind the
+   * running one with `if_busy` ENQUEUE); the turn then runs on without the caller, who follows
+   * it on the conversation's events (HTTP 202 `{ turnId }`). A busy conversation: ABORTED.
+   *
+   * It takes the same request as SendMessage, because it is the same command answered sooner.
+   * buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+   */
+
+  submitMessage(
+    request: SendMessageRequest,
+    metadata?: Metadata,
+  ): Promise<SubmitMessageResponse> | Observable<SubmitMessageResponse> | SubmitMessageResponse;
+
+  /** Approves or denies a pending tool call. Unknown approval: NOT_FOUND; decided: ABORTED. */
 
   decideApproval(
     request: DecideApprovalRequest,
     metadata?: Metadata,
   ): Promise<DecideApprovalResponse> | Observable<DecideApprovalResponse> | DecideApprovalResponse;
 
-  /** Cancels the running turn. */
+  /** Cancels the running turn. No turn running: ABORTED. */
 
   cancelTurn(
     request: CancelTurnRequest,
     metadata?: Metadata,
   ): Promise<CancelTurnResponse> | Observable<CancelTurnResponse> | CancelTurnResponse;
+
+  /**
+   * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
+   * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
+   */
+
+  putTool(
+    request: PutToolRequest,
+    metadata?: Metadata,
+  ): Promise<PutToolResponse> | Observable<PutToolResponse> | PutToolResponse;
+
+  /** Lists the tenant's tools and the built-in tools (admin), each built-in marked `builtin`. */
+
+  listTools(
+    request: ListToolsRequest,
+    metadata?: Metadata,
+  ): Promise<ListToolsResponse> | Observable<ListToolsResponse> | ListToolsResponse;
+
+  /**
+   * Creates or replaces an agent (admin); answers the stored agent. A tool the tenant does not
+   * have: INVALID_ARGUMENT naming the tool.
+   */
+
+  putAgent(
+    request: PutAgentRequest,
+    metadata?: Metadata,
+  ): Promise<PutAgentResponse> | Observable<PutAgentResponse> | PutAgentResponse;
+
+  /** Returns one agent (admin). Unknown: NOT_FOUND. */
+
+  getAgent(
+    request: GetAgentRequest,
+    metadata?: Metadata,
+  ): Promise<GetAgentResponse> | Observable<GetAgentResponse> | GetAgentResponse;
+
+  /** Lists the tenant's agents (admin), ordered by id. */
+
+  listAgents(
+    request: ListAgentsRequest,
+    metadata?: Metadata,
+  ): Promise<ListAgentsResponse> | Observable<ListAgentsResponse> | ListAgentsResponse;
+
+  /**
+   * Sets the tenant's credentials for a model provider (admin). The API key is sealed before it
+   * is stored and is never returned; without one the process-wide environment credential is used.
+   */
+
+  putProvider(
+    request: PutProviderRequest,
+    metadata?: Metadata,
+  ): Promise<PutProviderResponse> | Observable<PutProviderResponse> | PutProviderResponse;
+
+  /**
+   * Creates or rotates the tenant's webhook signing secret (admin) and returns it, once: only
+   * its sealed form is stored. The previous secret stops signing at once.
+   */
+
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    metadata?: Metadata,
+  ): Promise<RotateWebhookSecretResponse> | Observable<RotateWebhookSecretResponse> | RotateWebhookSecretResponse;
 }
 
 export function AgentServiceControllerMethods() {
@@ -854,8 +2780,16 @@ export function AgentServiceControllerMethods() {
       "getConversation",
       "listConversations",
       "sendMessage",
+      "submitMessage",
       "decideApproval",
       "cancelTurn",
+      "putTool",
+      "listTools",
+      "putAgent",
+      "getAgent",
+      "listAgents",
+      "putProvider",
+      "rotateWebhookSecret",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
@@ -872,6 +2806,10 @@ export function AgentServiceControllerMethods() {
 }
 
 export const AGENT_SERVICE_NAME = "AgentService";
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
