@@ -35,7 +35,7 @@ const STATUS_OF_CODE: Readonly<Record<KeelErrorCode, GrpcStatus>> = {
  * The gRPC status of an error, mapped once at the edge. A KeelError's code names its status,
  * except that a precondition marked as a conflict (`details.conflict`, e.g. a busy conversation
  * or a decided approval) is ABORTED, as HTTP answers it 409: the caller may retry after
- * re-reading. A validation error's message names the failing field. An INTERNAL KeelError or
+ * re-reading. A validation error's message starts with the failing field. An INTERNAL KeelError or
  * any other error is INTERNAL with a generic message; its cause must be logged, not sent.
  */
 export function grpcStatusOf(error: unknown): GrpcErrorStatus {
@@ -48,10 +48,10 @@ export function grpcStatusOf(error: unknown): GrpcErrorStatus {
   return { code: STATUS_OF_CODE[error.code], message: messageOf(error) };
 }
 
-/** A validation message that does not say which field is wrong gets the field in front. */
+/** A validation message that does not start with the field it is about gets the field in front. */
 const messageOf = (error: KeelError): string => {
   const field = error instanceof ValidationError ? error.field : error.details['field'];
-  if (typeof field !== 'string' || field === '' || error.message.includes(field)) return error.message;
+  if (typeof field !== 'string' || field === '' || error.message.startsWith(field)) return error.message;
   return `${field}: ${error.message}`;
 };
 

@@ -37,14 +37,14 @@ describe('grpcStatusOf', () => {
     expect(grpcStatusOf(conflict)).toEqual({ code: status.ABORTED, message: 'a turn is already running' });
   });
 
-  it('names the failing field of a validation error, once', () => {
-    expect(grpcStatusOf(new ValidationError('must not be empty', { field: 'content' }))).toEqual({
-      code: status.INVALID_ARGUMENT,
-      message: 'content: must not be empty',
-    });
+  it('starts the message of a validation error with the failing field, once', () => {
     expect(grpcStatusOf(new ValidationError('unknown tools: nope', { field: 'tools' }))).toEqual({
       code: status.INVALID_ARGUMENT,
-      message: 'unknown tools: nope',
+      message: 'tools: unknown tools: nope',
+    });
+    expect(grpcStatusOf(new ValidationError('content must not be empty', { field: 'content' }))).toEqual({
+      code: status.INVALID_ARGUMENT,
+      message: 'content must not be empty',
     });
     expect(grpcStatusOf(new ValidationError('bad request'))).toEqual({
       code: status.INVALID_ARGUMENT,
