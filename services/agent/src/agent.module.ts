@@ -1,5 +1,100 @@
-import { Module } from '@nestjs/common';
+import type { Infrastructure, KeelLogger } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER, SecretBox } from '@keel/runtime';
+import type { OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
+import { AgentController } from './grpc/agent.controller.js';
+import { AjvToolCatalog, TOOL_CATALOG } from './grpc/tool-catalog.provider.js';
+import { createModelStep } from './model/langchain-model-step.js';
+import type { ModelStep } from './model/model-step.js';
+import { ConversationService } from './runtime/conversation.service.js';
+import { TenantConfigService } from './runtime/tenant-config.service.js';
+import { TurnWorker } from './runtime/turn-worker.js';
 
-/** The agent service (owns the conversation aggregate and runs turns); for now it serves gRPC health and reflection only. */
-@Module({})
-export class AgentModule {}
+/** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
+export const MODEL_STEP = Symbol.for('keel.agent.model-step');
+
+/**
+ * The master key from `KEEL_MASTER_KEY`; without one, a key made up for this process, so dev
+ * mode runs without setup, at the price of sealed secrets that no later process can open.
+ */
+const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.env): SecretBox => {
+  const masterKey = env['KEEL_MASTER_KEY']?.trim();
+  if (masterKey) return new SecretBox(masterKey);
+  logger.warn(
+    {},
+    'KEEL_MASTER_KEY is not set: using a key generated in memory; provider keys and webhook secrets sealed now will not open after a restart',
+  );
+  return new SecretBox(SecretBox.generateKey());
+};
+
+/**
+ * The agent service: owns the conversation aggregate and the tenant configuration, serves them
+ * to the gateway over gRPC (keel.agent.v1.AgentService), and runs turns with the TurnWorker.
+ */
+@Module({
+  controllers: [AgentController],
+  providers: [
+    {
+      provide: SecretBox,
+      inject: [KEEL_LOGGER],
+      useFactory: (logger: KeelLogger) => secretBoxFromEnv(logger),
+    },
+    {
+      provide: TenantConfigService,
+      inject: [KEEL_INFRA],
+      useFactory: (infra: Infrastructure) => new TenantConfigService(infra.store),
+    },
+    {
+      provide: ConversationService,
+      inject: [KEEL_INFRA, TenantConfigService],
+      useFactory: (infra: Infrastructure, config: TenantConfigService) =>
+        new ConversationService(infra.store, infra.bus, config),
+    },
+    { provide: TOOL_CATALOG, useFactory: () => new AjvToolCatalog() },
+    { provide: MODEL_STEP, useFactory: (): ModelStep => createModelStep() },
+    {
+      provide: TurnWorker,
+      inject: [
+        KEEL_INFRA,
+        ConversationService,
+        TenantConfigService,
+        MODEL_STEP,
+        TOOL_CATALOG,
+        SecretBox,
+        KEEL_LOGGER,
+      ],
+      useFactory: (
+        infra: Infrastructure,
+        conversations: ConversationService,
+        config: TenantConfigService,
+        modelStep: ModelStep,
+        catalog: AjvToolCatalog,
+        secrets: SecretBox,
+        logger: KeelLogger,
+      ) =>
+        // infra.bus tracks the worker's consumers, so the shutdown drains them before the outbox flush.
+        new TurnWorker({
+          store: infra.store,
+          bus: infra.bus,
+          conversations,
+          config,
+          modelStep,
+          catalog,
+          secrets,
+          logger: logger.child({ component: 'turn-worker' }),
+        }),
+    },
+  ],
+})
+export class AgentModule implements OnApplicationBootstrap {
+  constructor(@Inject(TurnWorker) private readonly worker: TurnWorker) {}
+
+  /**
+   * Takes turns once every provider is built. No stop hook: the worker consumes through
+   * `infra.bus`, whose shutdown drains its consumers (model steps in progress finish) after the
+   * gRPC server has stopped and before the outbox is flushed.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.worker.start();
+  }
+}

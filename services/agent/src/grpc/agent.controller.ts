@@ -1,0 +1,260 @@
+import { randomBytes } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
+import { NotFoundError, ValidationError } from '@keel/core';
+import type {
+  AgentServiceController,
+  CancelTurnRequest,
+  CallContext as ProtoCallContext,
+  CreateConversationRequest,
+  DecideApprovalRequest,
+  GetAgentRequest,
+  GetAgentResponse,
+  GetConversationRequest,
+  ListAgentsRequest,
+  ListAgentsResponse,
+  ListToolsRequest,
+  ListToolsResponse,
+  PutAgentRequest,
+  PutAgentResponse,
+  PutProviderRequest,
+  PutProviderResponse,
+  PutToolRequest,
+  PutToolResponse,
+  RotateWebhookSecretRequest,
+  RotateWebhookSecretResponse,
+  SendMessageRequest,
+  SubmitMessageResponse,
+} from '@keel/proto/keel/agent/v1/agent';
+import { AgentServiceControllerMethods } from '@keel/proto/keel/agent/v1/agent';
+import type {
+  CancelTurnResponse,
+  CreateConversationResponse,
+  DecideApprovalResponse,
+  GetConversationResponse,
+  ListConversationsResponse,
+  TurnEvent,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
+import type { KeelLogger } from '@keel/runtime';
+import { KEEL_LOGGER, SecretBox, toRpcException } from '@keel/runtime';
+import { Controller, Inject } from '@nestjs/common';
+import { RpcException } from '@nestjs/microservices';
+import type { Observable } from 'rxjs';
+import { throwError } from 'rxjs';
+import type { CallContext } from '../runtime/context.js';
+import { ConversationService } from '../runtime/conversation.service.js';
+import { TenantConfigService } from '../runtime/tenant-config.service.js';
+import {
+  agentDefinitionOf,
+  agentMessage,
+  builtinToolMessage,
+  conversationMessage,
+  decisionMessage,
+  decisionOf,
+  ifBusyOf,
+  toolDefinitionOf,
+  toolMessage,
+} from './agent.mapping.js';
+import type { Access } from './call-context.js';
+import { ADMIN, EDITOR, VIEWER, callContextOf, required } from './call-context.js';
+import type { AjvToolCatalog } from './tool-catalog.provider.js';
+import { TOOL_CATALOG } from './tool-catalog.provider.js';
+
+const now = (): string => new Date().toISOString();
+
+const unimplemented = (what: string): RpcException =>
+  new RpcException({ code: status.UNIMPLEMENTED, message: what });
+
+/**
+ * keel.agent.v1.AgentService: the gateway's calls into the conversation runtime and the tenant
+ * configuration. Each RPC checks the CallContext and the role, maps the request to a runtime
+ * call, maps the result back, and turns errors into gRPC statuses (grpc-status.ts).
+ */
+@Controller()
+@AgentServiceControllerMethods()
+export class AgentController implements AgentServiceController {
+  constructor(
+    @Inject(ConversationService) private readonly conversations: ConversationService,
+    @Inject(TenantConfigService) private readonly config: TenantConfigService,
+    @Inject(SecretBox) private readonly secrets: SecretBox,
+    @Inject(TOOL_CATALOG) private readonly catalog: AjvToolCatalog,
+    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+  ) {}
+
+  createConversation(request: CreateConversationRequest): Promise<CreateConversationResponse> {
+    return this.call('CreateConversation', request.context, EDITOR, async (ctx) => {
+      const input = request.request;
+      const agentId = required(input?.agentId, 'request.agentId');
+      const title = input?.title ?? '';
+      const metadata = input?.metadata ?? {};
+      const created = await this.conversations.create(ctx, {
+        agentId,
+        ...(title ? { title } : {}),
+        ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+      });
+      return {
+        conversation: {
+          id: created.id,
+          agentId: created.agentId,
+          title,
+          status: ConversationStatus.IDLE,
+          createdAt: created.createdAt,
+          metadata,
+        },
+      };
+    });
+  }
+
+  getConversation(request: GetConversationRequest): Promise<GetConversationResponse> {
+    return this.call('GetConversation', request.context, VIEWER, async (ctx) => {
+      const conversationId = required(request.request?.conversationId, 'request.conversationId');
+      return {
+        conversation: conversationMessage(await this.conversations.get(ctx.tenantId, conversationId)),
+      };
+    });
+  }
+
+  listConversations(): Promise<ListConversationsResponse> {
+    return Promise.reject(
+      unimplemented('ListConversations is not implemented yet: it needs a per-tenant conversation index'),
+    );
+  }
+
+  sendMessage(): Observable<TurnEvent> {
+    return throwError(() =>
+      unimplemented(
+        'the streaming SendMessage is not implemented yet; use SubmitMessage and follow the events',
+      ),
+    );
+  }
+
+  submitMessage(request: SendMessageRequest): Promise<SubmitMessageResponse> {
+    return this.call('SubmitMessage', request.context, EDITOR, async (ctx) => {
+      const input = request.request;
+      const conversationId = required(input?.conversationId, 'request.conversationId');
+      const { turnId } = await this.conversations.send(ctx, conversationId, {
+        content: input?.content ?? '',
+        ifBusy: ifBusyOf(input?.ifBusy),
+      });
+      return { turnId };
+    });
+  }
+
+  decideApproval(request: DecideApprovalRequest): Promise<DecideApprovalResponse> {
+    return this.call('DecideApproval', request.context, EDITOR, async (ctx) => {
+      const input = request.request;
+      const conversationId = required(input?.conversationId, 'request.conversationId');
+      const approvalId = required(input?.approvalId, 'request.approvalId');
+      const decision = decisionOf(input?.decision);
+      const reason = input?.reason ?? '';
+      await this.conversations.decideApproval(ctx, conversationId, approvalId, {
+        decision,
+        ...(reason ? { reason } : {}),
+      });
+      return { approvalId, decision: decisionMessage(decision) };
+    });
+  }
+
+  cancelTurn(request: CancelTurnRequest): Promise<CancelTurnResponse> {
+    return this.call('CancelTurn', request.context, EDITOR, async (ctx) => {
+      const conversationId = required(request.request?.conversationId, 'request.conversationId');
+      return this.conversations.cancel(ctx, conversationId);
+    });
+  }
+
+  putTool(request: PutToolRequest): Promise<PutToolResponse> {
+    return this.call('PutTool', request.context, ADMIN, async (ctx) => {
+      if (!request.tool) throw requiredField('tool');
+      const tool = toolDefinitionOf(request.tool);
+      // The decider checks the shape; only a JSON-schema compiler can say the schema works.
+      this.catalog.assertToolSchema(tool.inputSchema);
+      const state = await this.config.apply(ctx, { type: 'PutTool', tool, at: now() });
+      return { tool: toolMessage(state.tools[tool.name] ?? tool) };
+    });
+  }
+
+  listTools(request: ListToolsRequest): Promise<ListToolsResponse> {
+    return this.call('ListTools', request.context, ADMIN, async (ctx) => {
+      const { tools } = await this.config.load(ctx.tenantId);
+      const own = Object.values(tools).sort((a, b) => a.name.localeCompare(b.name));
+      return { data: [...this.catalog.builtins.map(builtinToolMessage), ...own.map(toolMessage)] };
+    });
+  }
+
+  putAgent(request: PutAgentRequest): Promise<PutAgentResponse> {
+    return this.call('PutAgent', request.context, ADMIN, async (ctx) => {
+      if (!request.agent) throw requiredField('agent');
+      const agent = agentDefinitionOf(request.agent);
+      const state = await this.config.apply(ctx, { type: 'PutAgent', agent, at: now() });
+      return { agent: agentMessage(state.agents[agent.agentId] ?? agent) };
+    });
+  }
+
+  getAgent(request: GetAgentRequest): Promise<GetAgentResponse> {
+    return this.call('GetAgent', request.context, ADMIN, async (ctx) => {
+      const agentId = required(request.agentId, 'agentId');
+      const agent = (await this.config.load(ctx.tenantId)).agents[agentId];
+      if (!agent) throw new NotFoundError(`agent ${agentId} not found`);
+      return { agent: agentMessage(agent) };
+    });
+  }
+
+  listAgents(request: ListAgentsRequest): Promise<ListAgentsResponse> {
+    return this.call('ListAgents', request.context, ADMIN, async (ctx) => {
+      const { agents } = await this.config.load(ctx.tenantId);
+      const sorted = Object.values(agents).sort((a, b) => a.agentId.localeCompare(b.agentId));
+      return { data: sorted.map(agentMessage) };
+    });
+  }
+
+  putProvider(request: PutProviderRequest): Promise<PutProviderResponse> {
+    return this.call('PutProvider', request.context, ADMIN, async (ctx) => {
+      const provider = required(request.provider, 'provider');
+      const apiKey = request.apiKey ?? '';
+      const baseUrl = request.baseUrl ?? '';
+      await this.config.apply(ctx, {
+        type: 'PutProvider',
+        provider,
+        // The context binds the sealed key to this tenant and provider (the turn worker opens it so).
+        ...(apiKey ? { apiKey: this.secrets.seal(apiKey, `${ctx.tenantId}/provider/${provider}`) } : {}),
+        ...(baseUrl ? { baseUrl } : {}),
+        at: now(),
+      });
+      return { provider, configured: true };
+    });
+  }
+
+  rotateWebhookSecret(request: RotateWebhookSecretRequest): Promise<RotateWebhookSecretResponse> {
+    return this.call('RotateWebhookSecret', request.context, ADMIN, async (ctx) => {
+      const secret = randomBytes(32).toString('base64url');
+      await this.config.apply(ctx, {
+        type: 'RotateWebhookSecret',
+        secret: this.secrets.seal(secret, `${ctx.tenantId}/webhook`),
+        at: now(),
+      });
+      return { secret };
+    });
+  }
+
+  /** Checks the context and role, runs the call, and maps any error to a gRPC status. */
+  private async call<T>(
+    rpc: string,
+    context: ProtoCallContext | undefined,
+    access: Access,
+    run: (ctx: CallContext) => Promise<T>,
+  ): Promise<T> {
+    let ctx: CallContext | undefined;
+    try {
+      ctx = callContextOf(context, access);
+      return await run(ctx);
+    } catch (error) {
+      throw toRpcException(error, this.logger, {
+        rpc,
+        ...(ctx ? { tenantId: ctx.tenantId, correlationId: ctx.correlationId } : {}),
+      });
+    }
+  }
+}
+
+const requiredField = (field: string): ValidationError =>
+  new ValidationError(`${field} is required`, { field });

@@ -1,0 +1,232 @@
+// Proto types stop here: requests become the runtime's inputs, results become responses.
+import { ValidationError } from '@keel/core';
+import type { AgentDefinition, AgentPhases, KeyRole, ToolDefinition } from '@keel/events';
+import type { Agent as AgentMessage, Tool as ToolMessage } from '@keel/proto/keel/agent/v1/agent';
+import type {
+  Conversation as ConversationMessage,
+  Message,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import {
+  ConversationStatus,
+  Decision,
+  IfBusy,
+  MessageRole,
+  decisionFromJSON,
+  ifBusyFromJSON,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.commands.js';
+import type { ConversationView } from '../runtime/conversation.service.js';
+import type { BuiltinToolInfo } from '../runtime/tool-catalog.js';
+
+/** `timeout_ms` of a tool when the request leaves it 0 (API.md's example value). */
+export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
+/** `max_steps` of an agent when the request leaves it 0 (API.md's example value). */
+export const DEFAULT_MAX_STEPS = 8;
+/** `tool_result_max_chars` of an agent when the request leaves it 0. */
+export const DEFAULT_TOOL_RESULT_MAX_CHARS = 8_000;
+
+const STATUS: Record<ConversationView['status'], ConversationStatus> = {
+  idle: ConversationStatus.IDLE,
+  running: ConversationStatus.RUNNING,
+  awaiting_approval: ConversationStatus.AWAITING_APPROVAL,
+  failed: ConversationStatus.FAILED,
+};
+
+const ROLE: Record<ConversationView['messages'][number]['role'], MessageRole> = {
+  user: MessageRole.USER,
+  assistant: MessageRole.ASSISTANT,
+  tool: MessageRole.TOOL,
+};
+
+/** JSON text of a value the model or a tool produced (an unparsable model argument stays a JSON string). */
+const jsonText = (value: unknown): string => JSON.stringify(value ?? null);
+
+/** The conversation as GetConversation answers it. */
+export const conversationMessage = (view: ConversationView): ConversationMessage => ({
+  id: view.id,
+  agentId: view.agentId,
+  // The runtime's view does not carry the title and metadata given at creation yet.
+  title: '',
+  status: STATUS[view.status],
+  version: view.version,
+  createdAt: view.createdAt,
+  metadata: {},
+  messages: view.messages.map((m): Message => ({
+    id: m.id,
+    role: ROLE[m.role],
+    content: m.content,
+    toolCalls: (m.toolCalls ?? []).map((c) => ({
+      id: c.toolCallId,
+      name: c.name,
+      argsJson: jsonText(c.args),
+    })),
+    ...(m.toolCallId === undefined ? {} : { toolCallId: m.toolCallId }),
+  })),
+  pendingApprovals: view.pendingApprovals.map((a) => ({
+    approvalId: a.approvalId,
+    toolCallId: a.toolCallId,
+    tool: a.tool,
+    argsJson: jsonText(a.args),
+    requestedAt: a.requestedAt,
+  })),
+  usage: { ...view.usage },
+});
+
+/**
+ * `if_busy` as the runtime names it. Nest's proto loader hands enums over as their names
+ * (`IF_BUSY_ENQUEUE`), ts-proto's types say numbers: both are read.
+ */
+export const ifBusyOf = (value: unknown): RuntimeIfBusy => {
+  switch (ifBusyFromJSON(value ?? 0)) {
+    case IfBusy.UNSPECIFIED:
+    case IfBusy.REJECT:
+      return 'reject';
+    case IfBusy.ENQUEUE:
+      return 'enqueue';
+    case IfBusy.INTERRUPT:
+      return 'interrupt';
+    default:
+      throw new ValidationError('request.ifBusy must be REJECT, ENQUEUE or INTERRUPT', {
+        field: 'request.ifBusy',
+      });
+  }
+};
+
+/** A decision as the runtime names it; UNSPECIFIED or unknown: INVALID_ARGUMENT. */
+export const decisionOf = (value: unknown): 'approve' | 'deny' => {
+  switch (decisionFromJSON(value ?? 0)) {
+    case Decision.APPROVE:
+      return 'approve';
+    case Decision.DENY:
+      return 'deny';
+    default:
+      throw new ValidationError('request.decision must be APPROVE or DENY', { field: 'request.decision' });
+  }
+};
+
+/** A decision as the response carries it. */
+export const decisionMessage = (decision: 'approve' | 'deny'): Decision =>
+  decision === 'approve' ? Decision.APPROVE : Decision.DENY;
+
+/** Parses a JSON text field that must hold an object; INVALID_ARGUMENT naming the field otherwise. */
+const jsonObject = (text: string, field: string): Record<string, unknown> => {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ValidationError(`${field} is not valid JSON`, { field });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ValidationError(`${field} must be a JSON object`, { field });
+  }
+  return value as Record<string, unknown>;
+};
+
+/** The tool definition PutTool stores, API defaults filled in (the decider checks the rest). */
+export const toolDefinitionOf = (tool: ToolMessage): ToolDefinition => {
+  if (tool.inputSchemaJson.trim() === '') {
+    throw new ValidationError('tool.inputSchemaJson is required', { field: 'tool.inputSchemaJson' });
+  }
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: jsonObject(tool.inputSchemaJson, 'tool.inputSchemaJson'),
+    kind: (tool.kind || 'webhook') as ToolDefinition['kind'],
+    url: tool.url,
+    approval: (tool.approval || 'never') as ToolDefinition['approval'],
+    roles: [...tool.roles] as KeyRole[],
+    phases: [...tool.phases],
+    timeoutMs: tool.timeoutMs || DEFAULT_TOOL_TIMEOUT_MS,
+  };
+};
+
+/** A stored tenant tool as ListTools and PutTool answer it. */
+export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
+  name: tool.name,
+  description: tool.description,
+  inputSchemaJson: JSON.stringify(tool.inputSchema),
+  kind: tool.kind,
+  url: tool.url,
+  approval: tool.approval,
+  roles: [...tool.roles],
+  phases: [...tool.phases],
+  timeoutMs: tool.timeoutMs,
+  builtin: false,
+});
+
+/** A built-in tool as ListTools answers it: callable by any role in any phase, never approved. */
+export const builtinToolMessage = (tool: BuiltinToolInfo): ToolMessage => ({
+  name: tool.name,
+  description: tool.description,
+  inputSchemaJson: JSON.stringify(tool.inputSchema),
+  kind: 'builtin',
+  url: '',
+  approval: 'never',
+  roles: [],
+  phases: [],
+  timeoutMs: 0,
+  builtin: true,
+});
+
+const phasesOf = (text: string): AgentPhases | undefined => {
+  if (text.trim() === '') return undefined;
+  const value = jsonObject(text, 'agent.phasesJson');
+  const { initial, transitions } = value;
+  if (typeof initial !== 'string' || initial === '') {
+    throw new ValidationError('agent.phasesJson: initial must be a non-empty string', {
+      field: 'agent.phasesJson',
+    });
+  }
+  const valid =
+    Array.isArray(transitions) &&
+    transitions.every((t: unknown) => {
+      if (typeof t !== 'object' || t === null) return false;
+      const { from, tool, to } = t as Record<string, unknown>;
+      return (
+        typeof tool === 'string' && typeof to === 'string' && (from === undefined || typeof from === 'string')
+      );
+    });
+  if (!valid) {
+    throw new ValidationError(
+      'agent.phasesJson: transitions must be a list of { "from"?: string, "tool": string, "to": string }',
+      { field: 'agent.phasesJson' },
+    );
+  }
+  return {
+    initial,
+    transitions: (transitions as Array<{ from?: string; tool: string; to: string }>).map(
+      ({ from, tool, to }) => ({
+        ...(from === undefined ? {} : { from }),
+        tool,
+        to,
+      }),
+    ),
+  };
+};
+
+/** The agent definition PutAgent stores, API defaults filled in (the decider checks the rest). */
+export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
+  const phases = phasesOf(agent.phasesJson);
+  return {
+    agentId: agent.agentId,
+    model: agent.model,
+    instructions: agent.instructions,
+    tools: [...agent.tools],
+    maxSteps: agent.maxSteps || DEFAULT_MAX_STEPS,
+    temperature: agent.temperature,
+    toolResultMaxChars: agent.toolResultMaxChars || DEFAULT_TOOL_RESULT_MAX_CHARS,
+    ...(phases ? { phases } : {}),
+  };
+};
+
+/** A stored agent as PutAgent, GetAgent and ListAgents answer it. */
+export const agentMessage = (agent: AgentDefinition): AgentMessage => ({
+  agentId: agent.agentId,
+  model: agent.model,
+  instructions: agent.instructions,
+  tools: [...agent.tools],
+  maxSteps: agent.maxSteps,
+  temperature: agent.temperature,
+  toolResultMaxChars: agent.toolResultMaxChars,
+  phasesJson: agent.phases ? JSON.stringify(agent.phases) : '',
+});
