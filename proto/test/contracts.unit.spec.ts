@@ -135,11 +135,22 @@ describe('ConversationService', () => {
     expect(methods).toEqual(conversationMethods.map((name) => [name, false, name === 'sendMessage']));
   });
 
-  it('has the same operations on the agent service the gateway relays to', () => {
+  it('has the conversation operations on the agent service the gateway relays to, and tenant configuration', () => {
     const definition = loadSync(join(protoRoot, 'keel/agent/v1/agent.proto'), nestLoaderOptions);
     const service = definition['keel.agent.v1.AgentService'] as ServiceDefinition;
 
-    expect(Object.values(service).map((m) => m.originalName)).toEqual([...conversationMethods]);
+    const methods = Object.values(service).map((m) => m.originalName);
+    expect(methods).toEqual(expect.arrayContaining([...conversationMethods]));
+    expect(methods.filter((m) => !(conversationMethods as readonly string[]).includes(m!))).toEqual([
+      'submitMessage',
+      'putTool',
+      'listTools',
+      'putAgent',
+      'getAgent',
+      'listAgents',
+      'putProvider',
+      'rotateWebhookSecret',
+    ]);
     expect(service['SendMessage']?.path).toBe('/keel.agent.v1.AgentService/SendMessage');
     expect(typeof AgentServiceControllerMethods()).toBe('function');
   });

@@ -82,6 +82,8 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           catalog,
           secrets,
           logger: logger.child({ component: 'turn-worker' }),
+          // How long a model step may go silent before another instance takes it over (tests shorten it).
+          ackWaitMs: Number(process.env.KEEL_AGENT_ACK_WAIT_MS ?? 30_000),
         }),
     },
   ],

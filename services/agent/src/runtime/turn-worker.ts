@@ -46,6 +46,8 @@ export interface TurnWorkerDeps {
   logger: WorkerLogger;
   /** Model steps run at once by this instance (other conversations wait). Default 32. */
   concurrency?: number;
+  /** How long a step may go without a sign of life before it is redelivered to another instance. Default 30 s. */
+  ackWaitMs?: number;
 }
 
 /**
@@ -74,7 +76,7 @@ export class TurnWorker {
           filter: { category: CONVERSATION_CATEGORY },
           idempotency: 'none',
           maxInFlight: this.deps.concurrency ?? 32,
-          ackWaitMs: 30_000,
+          ackWaitMs: this.deps.ackWaitMs ?? 30_000,
         },
         (delivery) => this.onConversationEvent(delivery),
       ),

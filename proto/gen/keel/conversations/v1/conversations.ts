@@ -415,7 +415,7 @@ export interface CancelTurnRequest {
 
 /** Response of CancelTurn: the cancellation is accepted; turn.cancelled follows on the stream. */
 export interface CancelTurnResponse {
-  /** The turn being cancelled; empty when no turn was running. */
+  /** The turn being cancelled. */
   turnId: string;
 }
 
@@ -4808,11 +4808,14 @@ export interface ConversationServiceClient {
 
   sendMessage(request: SendMessageRequest, metadata?: Metadata): Observable<TurnEvent>;
 
-  /** Approves or denies a pending tool call (editor). Decided: FAILED_PRECONDITION; unknown: NOT_FOUND. */
+  /** Approves or denies a pending tool call (editor). Decided already: ABORTED (conflict); unknown: NOT_FOUND. */
 
   decideApproval(request: DecideApprovalRequest, metadata?: Metadata): Observable<DecideApprovalResponse>;
 
-  /** Cancels the running turn (editor); it ends with turn.cancelled and its approvals are withdrawn. */
+  /**
+   * Cancels the running turn (editor); it ends with turn.cancelled and its approvals are withdrawn.
+   * No turn running: ABORTED (conflict).
+   */
 
   cancelTurn(request: CancelTurnRequest, metadata?: Metadata): Observable<CancelTurnResponse>;
 }
@@ -4864,14 +4867,17 @@ export interface ConversationServiceController {
 
   sendMessage(request: SendMessageRequest, metadata?: Metadata): Observable<TurnEvent>;
 
-  /** Approves or denies a pending tool call (editor). Decided: FAILED_PRECONDITION; unknown: NOT_FOUND. */
+  /** Approves or denies a pending tool call (editor). Decided already: ABORTED (conflict); unknown: NOT_FOUND. */
 
   decideApproval(
     request: DecideApprovalRequest,
     metadata?: Metadata,
   ): Promise<DecideApprovalResponse> | Observable<DecideApprovalResponse> | DecideApprovalResponse;
 
-  /** Cancels the running turn (editor); it ends with turn.cancelled and its approvals are withdrawn. */
+  /**
+   * Cancels the running turn (editor); it ends with turn.cancelled and its approvals are withdrawn.
+   * No turn running: ABORTED (conflict).
+   */
 
   cancelTurn(
     request: CancelTurnRequest,
