@@ -1,5 +1,103 @@
-import { Module } from '@nestjs/common';
+import { MongoEventStore } from '@keel/core/mongodb';
+import type { Infrastructure, KeelConfig, KeelLogger } from '@keel/runtime';
+import { ConfigError, KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, SecretBox } from '@keel/runtime';
+import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
+import { InMemoryToolCallLedger, MongoToolCallLedger, WebhookExecutor } from './execution/index.js';
+import type { ToolCallLedger } from './execution/index.js';
+import { TenantToolsCache } from './tool-calls/tenant-tools.js';
+import { ToolCallConsumer } from './tool-calls/tool-call.consumer.js';
 
-/** The tools service (executes tool calls read from NATS); for now it serves gRPC health and reflection only. */
-@Module({})
-export class ToolsModule {}
+/**
+ * Largest webhook response accepted: half the log's 1 MiB event limit, so a result always fits
+ * in its ToolCallExecuted event.
+ */
+const MAX_WEBHOOK_RESPONSE_BYTES = 512 * 1024;
+
+/** The master key from `KEEL_MASTER_KEY`, or none (webhook calls then fail as misconfigured). */
+const secretBoxFromEnv = (
+  logger: KeelLogger,
+  env: NodeJS.ProcessEnv = process.env,
+): SecretBox | undefined => {
+  const masterKey = env['KEEL_MASTER_KEY']?.trim();
+  if (masterKey) return new SecretBox(masterKey);
+  logger.warn(
+    {},
+    'KEEL_MASTER_KEY is not set: tenant webhook secrets cannot be opened, so webhook tool calls fail (built-ins still run)',
+  );
+  return undefined;
+};
+
+/**
+ * `KEEL_TOOLS_ACK_WAIT_MS`: how long a call taken by a process that died stays with it before
+ * another instance takes it over (running calls keep their delivery alive). Default 10 s.
+ */
+const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number | undefined => {
+  const raw = env['KEEL_TOOLS_ACK_WAIT_MS']?.trim();
+  if (!raw) return undefined;
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 100 || value > 3_600_000) {
+    throw new ConfigError(
+      'KEEL_TOOLS_ACK_WAIT_MS',
+      `must be a number of milliseconds from 100 to 3600000, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+};
+
+/** The exactly-once ledger next to the event log: MongoDB when the log is, else in memory (dev mode). */
+const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
+  infra.store instanceof MongoEventStore
+    ? new MongoToolCallLedger(infra.store.db)
+    : new InMemoryToolCallLedger();
+
+/**
+ * The tools service: executes the tool calls of conversations once (ToolCallConsumer) and
+ * records their outcomes as `ToolCallExecuted`; serves gRPC health and reflection.
+ */
+@Module({
+  providers: [
+    {
+      provide: ToolCallConsumer,
+      inject: [KEEL_INFRA, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, logger: KeelLogger) => {
+        const log = logger.child({ component: 'tool-calls' });
+        const secrets = secretBoxFromEnv(log);
+        const ackWaitMs = ackWaitFromEnv();
+        // infra.bus tracks the consumer, so the infrastructure's shutdown drains it before the outbox flush.
+        return new ToolCallConsumer(
+          {
+            store: infra.store,
+            bus: infra.bus,
+            ledger: ledgerFor(infra),
+            webhooks: new WebhookExecutor({ maxResponseBytes: MAX_WEBHOOK_RESPONSE_BYTES }),
+            tenantTools: new TenantToolsCache(infra.store),
+            ...(secrets ? { secrets } : {}),
+            logger: log,
+          },
+          ackWaitMs === undefined ? {} : { ackWaitMs },
+        );
+      },
+    },
+  ],
+})
+export class ToolsModule implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  constructor(
+    @Inject(ToolCallConsumer) private readonly consumer: ToolCallConsumer,
+    @Inject(KEEL_CONFIG) private readonly config: KeelConfig,
+  ) {}
+
+  /** Takes tool calls once every provider is built (before the service reports ready). */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.consumer.start();
+  }
+
+  /**
+   * Lets running calls finish for a third of the shutdown timeout, then aborts the rest: their
+   * deliveries go back to the bus and another instance resumes them with the same
+   * Idempotency-Key, while this process still exits within its deadline.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.consumer.stop({ graceMs: Math.floor(this.config.shutdownTimeoutMs / 3) });
+  }
+}

@@ -1,0 +1,97 @@
+import type { RecordedEvent } from '@keel/core';
+
+/** A conversation event that asks for a tool call to run now. */
+export interface CallTrigger {
+  toolCallId: string;
+  turnId: string;
+  /** True when the trigger is a user's approval of the call. */
+  approvalGranted: boolean;
+}
+
+/** A `ToolCallRequested` event, checked. */
+export interface RequestedCall {
+  turnId: string;
+  toolCallId: string;
+  name: string;
+  args: unknown;
+  approvalRequired: boolean;
+  /** The event's version in the conversation stream. */
+  version: number;
+}
+
+/** Why a requested call is not run after all. */
+export type SkipReason = 'turn-cancelled' | 'result-recorded';
+
+const record = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
+
+/**
+ * The trigger an event carries: a `ToolCallRequested` that needs no approval, or an
+ * `ApprovalDecided` that approves. Everything else (a call waiting for approval, a denial — the
+ * agent records that one itself — and every other event) triggers nothing.
+ */
+export const triggerOf = (event: RecordedEvent): CallTrigger | undefined => {
+  const data = record(event.data);
+  const toolCallId = text(data?.toolCallId);
+  const turnId = text(data?.turnId);
+  if (!data || !toolCallId || !turnId) return undefined;
+  if (event.type === 'ToolCallRequested' && data.approvalRequired === false) {
+    return { toolCallId, turnId, approvalGranted: false };
+  }
+  if (event.type === 'ApprovalDecided' && data.decision === 'approve') {
+    return { toolCallId, turnId, approvalGranted: true };
+  }
+  return undefined;
+};
+
+/** The event as a requested call, when it is a well-formed `ToolCallRequested`. */
+export const requestedCall = (event: RecordedEvent): RequestedCall | undefined => {
+  if (event.type !== 'ToolCallRequested') return undefined;
+  const data = record(event.data);
+  const toolCallId = text(data?.toolCallId);
+  const turnId = text(data?.turnId);
+  const name = text(data?.name);
+  if (!data || !toolCallId || !turnId || !name) return undefined;
+  return {
+    turnId,
+    toolCallId,
+    name,
+    args: data.args,
+    approvalRequired: data.approvalRequired === true,
+    version: event.version,
+  };
+};
+
+/** The `ToolCallRequested` of `toolCallId` among a conversation's events. */
+export const findRequest = (
+  events: readonly RecordedEvent[],
+  toolCallId: string,
+): RequestedCall | undefined => {
+  for (const event of events) {
+    const call = requestedCall(event);
+    if (call?.toolCallId === toolCallId) return call;
+  }
+  return undefined;
+};
+
+/**
+ * Whether the events after a request make running it pointless: its turn was cancelled (the
+ * conversation no longer waits for it), or the conversation already holds its result.
+ */
+export const skipReason = (
+  later: readonly RecordedEvent[],
+  call: Pick<RequestedCall, 'turnId' | 'toolCallId' | 'version'>,
+): SkipReason | undefined => {
+  for (const event of later) {
+    if (event.version <= call.version) continue;
+    const data = record(event.data);
+    if (event.type === 'TurnCancelled' && data?.turnId === call.turnId) return 'turn-cancelled';
+    if (event.type === 'ToolCallCompleted' && data?.toolCallId === call.toolCallId) return 'result-recorded';
+  }
+  return undefined;
+};

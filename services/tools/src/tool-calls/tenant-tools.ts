@@ -1,0 +1,122 @@
+import type { EventStore, RecordedEvent } from '@keel/core';
+import { streamName } from '@keel/core';
+import type { SealedSecret, ToolDefinition as TenantToolDefinition } from '@keel/events';
+import { TENANT_CONFIG_CATEGORY } from '@keel/events';
+import { BUILTIN_TOOLS } from '@keel/tooling';
+import type { BuiltinTool } from '@keel/tooling';
+import type { ToolDefinition } from '../execution/index.js';
+
+/** What the tools service needs of a tenant's configuration: its tools and its sealed webhook secret. */
+export interface TenantTools {
+  /** Version of the tenant configuration stream this state was folded up to (0: no events). */
+  version: number;
+  /** The tenant's own tools by name, as last configured. */
+  tools: Readonly<Record<string, TenantToolDefinition>>;
+  /** The current webhook signing secret, still sealed (opened only when a call is signed). */
+  webhookSecret?: SealedSecret;
+}
+
+/** The state before any configuration event. */
+export const emptyTenantTools = (): TenantTools => ({ version: 0, tools: {} });
+
+/**
+ * Folds one tenant configuration event. Events this service does not need (agents, providers)
+ * only move the version; a later version of a stream never changes what an earlier one said.
+ */
+export const evolveTenantTools = (state: TenantTools, event: RecordedEvent): TenantTools => {
+  const version = Math.max(state.version, event.version);
+  switch (event.type) {
+    case 'ToolConfigured': {
+      const { tool } = event.data as { tool: TenantToolDefinition };
+      return { ...state, version, tools: { ...state.tools, [tool.name]: tool } };
+    }
+    case 'WebhookSecretRotated': {
+      const { secret } = event.data as { secret: SealedSecret };
+      return { ...state, version, webhookSecret: secret };
+    }
+    default:
+      return { ...state, version };
+  }
+};
+
+/** A tool as the tools service resolved it for one call. */
+export type ResolvedTool =
+  | { kind: 'builtin'; definition: ToolDefinition }
+  | { kind: 'webhook'; definition: ToolDefinition; webhookSecret?: SealedSecret };
+
+/**
+ * The tool a call names: a built-in first (their names are reserved for every tenant), else the
+ * tenant's own definition; undefined when neither exists.
+ */
+export const resolveTool = (
+  name: string,
+  tenant: TenantTools,
+  builtins: readonly BuiltinTool[] = BUILTIN_TOOLS,
+): ResolvedTool | undefined => {
+  const builtin = builtins.find((b) => b.name === name);
+  if (builtin) {
+    return {
+      kind: 'builtin',
+      definition: {
+        name: builtin.name,
+        kind: 'builtin',
+        inputSchema: builtin.inputSchema,
+        timeoutMs: BUILTIN_TIMEOUT_MS,
+        approval: 'never',
+      },
+    };
+  }
+  const own = Object.hasOwn(tenant.tools, name) ? tenant.tools[name] : undefined;
+  if (!own) return undefined;
+  return {
+    kind: 'webhook',
+    definition: {
+      name: own.name,
+      kind: 'webhook',
+      inputSchema: own.inputSchema,
+      url: own.url,
+      timeoutMs: own.timeoutMs,
+      approval: own.approval,
+    },
+    ...(tenant.webhookSecret ? { webhookSecret: tenant.webhookSecret } : {}),
+  };
+};
+
+/** Built-ins run in process and finish at once; the field only matters to webhooks. */
+const BUILTIN_TIMEOUT_MS = 10_000;
+
+/**
+ * Tenants' tool configuration, folded from `tenantconfig-<tenantId>` and cached per tenant with
+ * the version it was folded to. Every lookup reads the events after that version (usually none),
+ * so a tool changed a moment ago is seen by the next call, on every instance.
+ */
+export class TenantToolsCache {
+  readonly #store: EventStore;
+  readonly #maxTenants: number;
+  readonly #cache = new Map<string, TenantTools>();
+
+  constructor(store: EventStore, options: { maxTenants?: number } = {}) {
+    this.#store = store;
+    this.#maxTenants = Math.max(1, options.maxTenants ?? 1000);
+  }
+
+  /** The tenant's configuration as of now. */
+  async get(tenantId: string): Promise<TenantTools> {
+    const cached = this.#cache.get(tenantId) ?? emptyTenantTools();
+    const newer = await this.#store.read(tenantId, streamName(TENANT_CONFIG_CATEGORY, tenantId), {
+      fromVersion: cached.version + 1,
+    });
+    // Another lookup of the same tenant may have folded further meanwhile: keep the newest.
+    const current = this.#cache.get(tenantId);
+    let state = current && current.version > cached.version ? current : cached;
+    for (const event of newer) if (event.version > state.version) state = evolveTenantTools(state, event);
+    // Re-inserting keeps the map in least-recently-used order; the oldest entry goes first.
+    this.#cache.delete(tenantId);
+    this.#cache.set(tenantId, state);
+    if (this.#cache.size > this.#maxTenants) {
+      const oldest = this.#cache.keys().next();
+      if (!oldest.done) this.#cache.delete(oldest.value);
+    }
+    return state;
+  }
+}

@@ -1,0 +1,304 @@
+import type {
+  Consumer,
+  Delivery,
+  EphemeralSubscription,
+  EventBus,
+  EventStore,
+  RecordedEvent,
+} from '@keel/core';
+import { UnavailableError, parseStreamName, streamName } from '@keel/core';
+import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
+import type { KeelLogger, SecretBox } from '@keel/runtime';
+import { withLogContext } from '@keel/runtime';
+import type { BuiltinTool } from '@keel/tooling';
+import { ToolCallCancelledError, executeToolCall } from '../execution/index.js';
+import type {
+  ToolCallDependencies,
+  ToolCallLedger,
+  ToolCallResult,
+  ToolError,
+  ToolOutcome,
+} from '../execution/index.js';
+import type { CallTrigger, RequestedCall } from './call-trigger.js';
+import { findRequest, requestedCall, skipReason, triggerOf } from './call-trigger.js';
+import { recordToolCallExecuted } from './record-outcome.js';
+import type { RunningCall } from './running-calls.js';
+import { RunningCalls } from './running-calls.js';
+import type { TenantTools } from './tenant-tools.js';
+import { resolveTool } from './tenant-tools.js';
+
+/** Durable name of the tools service's consumer of conversation events. */
+export const TOOL_CALL_CONSUMER = 'tools';
+
+/** What the consumer works with. */
+export interface ToolCallConsumerDeps {
+  store: EventStore;
+  /** Consumers started through `infra.bus` are drained at shutdown. */
+  bus: EventBus;
+  ledger: ToolCallLedger;
+  webhooks: ToolCallDependencies['webhooks'];
+  tenantTools: { get(tenantId: string): Promise<TenantTools> };
+  /** Opens tenants' webhook secrets; without it webhook calls fail as misconfigured. */
+  secrets?: Pick<SecretBox, 'open'>;
+  logger: KeelLogger;
+  builtins?: readonly BuiltinTool[];
+  now?: () => Date;
+}
+
+/** Settings of the durable consumer; the defaults suit production. */
+export interface ToolCallConsumerOptions {
+  /** Default `tools`. */
+  name?: string;
+  /** Calls run at once across this consumer's instances (default 32: a slow webhook blocks no one else). */
+  maxInFlight?: number;
+  /** Silence after which a delivery goes to another instance (default 10 s; kept alive while a call runs). */
+  ackWaitMs?: number;
+  maxDeliver?: number;
+  backoffMs?: number[];
+}
+
+type Outcome = ToolOutcome & { execution?: ToolCallResult['execution'] };
+
+/**
+ * Executes the tool calls of conversations (DESIGN.md "The flow of one turn", step 6): reads
+ * `ToolCallRequested` (and `ApprovalDecided` approvals) from a shared durable consumer, runs each
+ * call once through `executeToolCall` (ledger keyed by toolCallId, `Idempotency-Key` on webhooks),
+ * and records the outcome as `ToolCallExecuted`, the only event of `toolcall-<toolCallId>`
+ * (`no_stream`). A redelivered trigger finds the outcome (stream or ledger) and runs nothing again;
+ * a call whose executor died runs again under the same key. Cancel signals abort a turn's calls.
+ */
+export class ToolCallConsumer {
+  readonly #deps: ToolCallConsumerDeps;
+  readonly #options: ToolCallConsumerOptions;
+  readonly #log: KeelLogger;
+  /** The calls running here, for cancel signals and shutdown. */
+  readonly #runningCalls = new RunningCalls();
+  /** The run of each call in this process, so two triggers of one call never run it side by side here. */
+  readonly #running = new Map<string, Promise<void>>();
+  #consumer: Consumer | undefined;
+  #cancelSubscription: EphemeralSubscription | undefined;
+  #stopping = false;
+
+  constructor(deps: ToolCallConsumerDeps, options: ToolCallConsumerOptions = {}) {
+    this.#deps = deps;
+    this.#options = options;
+    this.#log = deps.logger;
+  }
+
+  /** Subscribes to cancel signals, then starts consuming conversation events. */
+  async start(): Promise<void> {
+    if (this.#consumer) return;
+    this.#stopping = false;
+    this.#cancelSubscription = this.#deps.bus.ephemeral.subscribe({ kind: 'cancel' }, ({ topic, data }) => {
+      const turnId = (data as { turnId?: unknown } | null)?.turnId;
+      if (typeof turnId !== 'string') return;
+      this.#runningCalls.abortTurn(topic.tenantId, topic.conversationId, turnId);
+    });
+    this.#consumer = await this.#deps.bus.consume(
+      {
+        name: this.#options.name ?? TOOL_CALL_CONSUMER,
+        filter: { category: CONVERSATION_CATEGORY },
+        maxInFlight: this.#options.maxInFlight ?? 32,
+        ackWaitMs: this.#options.ackWaitMs ?? 10_000,
+        maxDeliver: this.#options.maxDeliver ?? 10,
+        backoffMs: this.#options.backoffMs ?? [500, 2_000, 10_000, 30_000],
+        // The ledger and the `no_stream` append make handling idempotent; an inbox adds nothing.
+        idempotency: 'none',
+      },
+      (delivery) => this.#onEvent(delivery),
+    );
+  }
+
+  /**
+   * Stops taking calls and waits for the running ones. After `graceMs` the calls still running
+   * are aborted: nothing is recorded for them, their deliveries go back to the bus, and whichever
+   * instance takes them next runs them again with the same Idempotency-Key.
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    this.#stopping = true;
+    const consumer = this.#consumer;
+    this.#consumer = undefined;
+    const timer =
+      options.graceMs === undefined
+        ? undefined
+        : setTimeout(() => this.#runningCalls.abortAll(), options.graceMs);
+    try {
+      await consumer?.stop();
+    } finally {
+      clearTimeout(timer);
+      this.#cancelSubscription?.unsubscribe();
+      this.#cancelSubscription = undefined;
+    }
+  }
+
+  async #onEvent({ event }: Delivery): Promise<void> {
+    const trigger = triggerOf(event);
+    if (!trigger) return;
+    if (this.#stopping)
+      throw new UnavailableError('the tools service is stopping; the call goes back to the bus');
+    const key = `${event.tenantId}\u0000${trigger.toolCallId}`;
+    // One run per call in this process: a second trigger waits, then finds the outcome recorded.
+    for (let earlier = this.#running.get(key); earlier; earlier = this.#running.get(key)) {
+      await earlier.catch(() => undefined);
+    }
+    const run = this.#run(event, trigger);
+    this.#running.set(key, run);
+    try {
+      await run;
+    } finally {
+      if (this.#running.get(key) === run) this.#running.delete(key);
+    }
+  }
+
+  async #run(event: RecordedEvent, trigger: CallTrigger): Promise<void> {
+    const { store } = this.#deps;
+    const { tenantId } = event;
+    const conversationId = parseStreamName(event.streamName).id;
+    const { toolCallId, turnId } = trigger;
+    const log = withLogContext(this.#log, {
+      tenantId,
+      conversationId,
+      correlationId: event.metadata.correlationId,
+    }).child({ toolCallId, turnId });
+    // Tracked before the log is read: a cancel published after TurnCancelled was appended either
+    // finds this execution, or came before the read below, which then sees the TurnCancelled.
+    const running = this.#runningCalls.add(tenantId, conversationId, turnId);
+    let call: RequestedCall | undefined;
+    try {
+      const outcomeStream = streamName(TOOL_CALL_CATEGORY, toolCallId);
+      if ((await store.streamVersion(tenantId, outcomeStream)) > 0) {
+        log.debug({ trigger: event.type }, 'tool call outcome already recorded');
+        return;
+      }
+      const found = await this.#findCall(event, toolCallId);
+      call = found.call;
+      if (!call) {
+        log.warn({ trigger: event.type }, 'no ToolCallRequested for this tool call; nothing to run');
+        return;
+      }
+      const skip = skipReason(found.later, call);
+      if (skip) {
+        log.info({ tool: call.name, reason: skip }, 'tool call not run');
+        return;
+      }
+      const outcome = await this.#execute(tenantId, conversationId, call, trigger, running, log);
+      const recorded = await recordToolCallExecuted(store, {
+        trigger: event,
+        conversationId,
+        call,
+        outcome,
+        at: this.#deps.now?.() ?? new Date(),
+      });
+      if (recorded === 'recorded-too-large') {
+        log.warn({ tool: call.name }, 'tool result too large for the log; recorded as a tool error');
+      }
+      log.info(
+        {
+          tool: call.name,
+          ok: outcome.ok,
+          attempts: outcome.attempts,
+          durationMs: outcome.durationMs,
+          execution: outcome.execution,
+          ...(outcome.ok ? {} : { errorCode: outcome.error.code }),
+          ...(recorded === 'already-recorded' ? { recordedBy: 'another instance' } : {}),
+        },
+        'tool call executed',
+      );
+    } catch (error) {
+      if (error instanceof ToolCallCancelledError && call) {
+        if (running.reason === 'turn-cancelled' && (await this.#turnCancelled(event, call))) {
+          log.info({ tool: call.name }, 'tool call aborted: its turn was cancelled; nothing recorded');
+          return;
+        }
+        log.info({ tool: call.name, reason: running.reason }, 'tool call aborted; it goes back to the bus');
+      }
+      throw error;
+    } finally {
+      this.#runningCalls.release(tenantId, conversationId, turnId, running);
+    }
+  }
+
+  /** The requested call, and the conversation's events after it. */
+  async #findCall(
+    trigger: RecordedEvent,
+    toolCallId: string,
+  ): Promise<{ call?: RequestedCall; later: RecordedEvent[] }> {
+    const { store } = this.#deps;
+    const own = requestedCall(trigger);
+    if (own) {
+      const later = await store.read(trigger.tenantId, trigger.streamName, {
+        fromVersion: trigger.version + 1,
+      });
+      return { call: own, later };
+    }
+    // An approval: its request came earlier in the same conversation.
+    const events = await store.read(trigger.tenantId, trigger.streamName);
+    const call = findRequest(events, toolCallId);
+    return { ...(call ? { call } : {}), later: call ? events.filter((e) => e.version > call.version) : [] };
+  }
+
+  async #turnCancelled(trigger: RecordedEvent, call: RequestedCall): Promise<boolean> {
+    const later = await this.#deps.store.read(trigger.tenantId, trigger.streamName, {
+      fromVersion: call.version + 1,
+    });
+    return skipReason(later, call) === 'turn-cancelled';
+  }
+
+  async #execute(
+    tenantId: string,
+    conversationId: string,
+    call: RequestedCall,
+    trigger: CallTrigger,
+    running: RunningCall,
+    log: KeelLogger,
+  ): Promise<Outcome> {
+    const deps = this.#deps;
+    const tenant = await deps.tenantTools.get(tenantId);
+    const tool = resolveTool(call.name, tenant, deps.builtins);
+    if (!tool) return failure('unknown_tool', `there is no tool named ${call.name}`);
+    let webhookSecret: string | undefined;
+    if (tool.kind === 'webhook' && tool.webhookSecret) {
+      try {
+        if (!deps.secrets) throw new Error('KEEL_MASTER_KEY is not set');
+        webhookSecret = deps.secrets.open(tool.webhookSecret, `${tenantId}/webhook`);
+      } catch (error) {
+        // A platform fault (master key), not the tenant's: the operator reads why, the model only that it failed.
+        log.error(
+          { tool: call.name, reason: error instanceof Error ? error.message : 'unknown' },
+          'the tenant webhook secret does not open',
+        );
+        return failure('tool_misconfigured', `the tools service could not sign the call to ${call.name}`);
+      }
+    }
+    // A `refused` result (the tool needs an approval now, though the call was requested without
+    // one) is recorded too: nothing ran, and the turn goes on instead of waiting for an approval
+    // nobody was asked for.
+    return executeToolCall(
+      {
+        tenantId,
+        conversationId,
+        toolCallId: call.toolCallId,
+        name: call.name,
+        args: call.args,
+        tool: tool.definition,
+        approvalGranted: trigger.approvalGranted,
+        ...(webhookSecret === undefined ? {} : { webhookSecret }),
+      },
+      {
+        ledger: deps.ledger,
+        webhooks: deps.webhooks,
+        ...(deps.builtins ? { builtins: deps.builtins } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+        onUnexpectedError: (error) => log.error({ tool: call.name, err: error }, 'built-in tool failed'),
+      },
+      { signal: running.controller.signal },
+    );
+  }
+}
+
+const failure = (code: string, message: string): Outcome => ({
+  ok: false,
+  error: { code, message } satisfies ToolError,
+  attempts: 0,
+  durationMs: 0,
+});
