@@ -36,6 +36,8 @@ export interface KeelConfig {
   natsStream: string;
   subjectPrefix: string;
   shutdownTimeoutMs: number;
+  /** The outbox relay's lease window (`KEEL_OUTBOX_LEASE_MS`): how long a dead relay blocks the next. */
+  outboxLeaseMs: number;
 }
 
 /** A missing or malformed environment variable; the message names it. */
@@ -142,6 +144,7 @@ export function loadConfig(service: ServiceName, env: Env = process.env): KeelCo
       'dot-separated tokens of letters, digits, _ or - (no wildcards)',
     ),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 100, 600_000, 10_000, 'a number of milliseconds'),
+    outboxLeaseMs: integer(env, 'KEEL_OUTBOX_LEASE_MS', 500, 600_000, 10_000, 'a number of milliseconds'),
   };
 }
 

@@ -28,6 +28,7 @@ describe('loadConfig', () => {
       natsStream: 'KEEL_EVENTS',
       subjectPrefix: 'keel.events',
       shutdownTimeoutMs: 10_000,
+      outboxLeaseMs: 10_000,
     });
   });
 

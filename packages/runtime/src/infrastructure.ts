@@ -114,6 +114,7 @@ export async function createInfrastructure(
     bus: rawBus,
     checkpoints,
     leases,
+    leaseTtlMs: config.outboxLeaseMs,
     logger: logger.child({ component: 'outbox' }),
   });
   // Tools that only look (the operator CLI) do not run a relay candidate.

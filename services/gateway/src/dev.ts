@@ -11,6 +11,7 @@ import {
   createLogger,
   exitOnSignal,
   loadConfig,
+  SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -27,6 +28,10 @@ const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 
 // GRPC_PORT is the gateway's; the others take <SERVICE>_GRPC_PORT or their defaults (50052..50055).
 const configFor = (service: ServiceName) =>
   loadConfig(service, service === 'gateway' ? process.env : { ...process.env, GRPC_PORT: undefined });
+
+// One master key for the whole process: the agent seals secrets that the tools service opens.
+// Without KEEL_MASTER_KEY the dev mode makes one up, so sealed secrets do not survive a restart.
+process.env.KEEL_MASTER_KEY ??= SecretBox.generateKey();
 
 const gatewayConfig = configFor('gateway');
 const logger = createLogger('dev', { level: gatewayConfig.logLevel });

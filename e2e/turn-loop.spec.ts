@@ -1,0 +1,245 @@
+// Issue 3's "must be shown", end to end: the agent and tools services as separate processes on real
+// NATS and FerretDB, the real @langchain/openai client against the test kit's fake provider, and a
+// webhook that counts its effects per Idempotency-Key. Processes are SIGKILLed at the moments that
+// matter; every turn still completes and every tool call's effect happens once.
+import { SecretBox } from '@keel/runtime';
+import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
+import {
+  eventually,
+  fakeReply,
+  freePort,
+  lastUserMessageIncludes,
+  mongoUrlFor,
+  startFakeOpenAI,
+  startProcess,
+  testInfra,
+  uniqueName,
+} from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestCaller } from './support/agent-client.js';
+import { agentClient } from './support/agent-client.js';
+import { startWebhookServer } from './support/webhook-server.js';
+
+const tenant: TestCaller = { tenantId: uniqueName('e2e').slice(0, 40), role: 'admin' };
+const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+
+interface ConversationView {
+  status: string;
+  messages: Array<{ role: string; content: string; toolCallId?: string }>;
+  pendingApprovals: Array<{ approvalId: string; tool: string }>;
+}
+
+describe('a turn that survives anything (agent and tools as separate processes)', () => {
+  const env: Record<string, string> = {
+    MONGODB_URL: mongoUrlFor(uniqueName('turns')),
+    NATS_URL: testInfra().natsUrl,
+    KEEL_NATS_STREAM: uniqueName('TURNS').toUpperCase(),
+    KEEL_SUBJECT_PREFIX: `t.${uniqueName('turns')}`,
+    KEEL_MASTER_KEY: SecretBox.generateKey(),
+    OPENAI_API_KEY: 'sk-test-e2e',
+    KEEL_AGENT_ACK_WAIT_MS: '3000',
+    KEEL_TOOLS_ACK_WAIT_MS: '3000',
+    // A killed relay's lease blocks the next one for at most two windows.
+    KEEL_OUTBOX_LEASE_MS: '1000',
+    LOG_LEVEL: 'info',
+  };
+  let fake: FakeOpenAI;
+  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
+  let agentPort: number;
+  let agent: ProcessHandle;
+  let tools: ProcessHandle;
+  let client: ReturnType<typeof agentClient>;
+
+  const startAgent = async () =>
+    startProcess({
+      name: 'agent',
+      entry: 'services/agent/src/main.ts',
+      env: { ...env, GRPC_PORT: String(agentPort), OPENAI_BASE_URL: fake.url },
+      readyLine: /"msg":"ready"/,
+    });
+  const startTools = async () =>
+    startProcess({
+      name: 'tools',
+      entry: 'services/tools/src/main.ts',
+      env: { ...env, GRPC_PORT: String(await freePort()) },
+      readyLine: /"msg":"ready"/,
+    });
+  const get = async (id: string) =>
+    (
+      await client.call<{ conversation: ConversationView }>('getConversation', editor, {
+        request: { conversationId: id },
+      })
+    ).conversation;
+  const open = async (content: string) => {
+    const { conversation } = await client.call<{ conversation: { id: string } }>(
+      'createConversation',
+      editor,
+      {
+        request: { agentId: 'support' },
+      },
+    );
+    const id = conversation.id;
+    await client.call('submitMessage', editor, { request: { conversationId: id, content } });
+    return id;
+  };
+  const waitStatus = (id: string, status: string, timeoutMs = 30_000) =>
+    eventually(async () => expect((await get(id)).status).toBe(status), { timeoutMs, intervalMs: 100 });
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    webhook = await startWebhookServer();
+    agentPort = await freePort();
+    [agent, tools] = await Promise.all([startAgent(), startTools()]);
+    client = agentClient(`127.0.0.1:${agentPort}`);
+    const { secret } = await client.call<{ secret: string }>('rotateWebhookSecret', tenant);
+    webhook.setSecret(secret);
+    const schema = {
+      type: 'object',
+      properties: { id: { type: 'string' }, amount: { type: 'number' } },
+      required: ['id'],
+    };
+    for (const [name, approval] of [
+      ['lookup_order', 'never'],
+      ['refund', 'always'],
+    ] as const) {
+      await client.call('putTool', tenant, {
+        tool: {
+          name,
+          description: `${name} of an order`,
+          inputSchemaJson: JSON.stringify(schema),
+          kind: 'webhook',
+          url: webhook.url,
+          approval,
+          roles: [],
+          phases: [],
+          timeoutMs: 20_000,
+        },
+      });
+    }
+    await client.call('putAgent', tenant, {
+      agent: {
+        agentId: 'support',
+        model: 'openai:gpt-4o-mini',
+        instructions: 'Help with orders.',
+        tools: ['lookup_order', 'refund', 'calculator'],
+        maxSteps: 6,
+        temperature: 0,
+        toolResultMaxChars: 2000,
+      },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    client?.close();
+    await Promise.all([agent?.kill('SIGTERM'), tools?.kill('SIGTERM')]);
+    await fake?.close();
+    await webhook?.close();
+  });
+
+  it('runs two tool calls (a webhook and a built-in) to completion; the rebuilt conversation holds them all', async () => {
+    fake.on(
+      lastUserMessageIncludes('[s1]'),
+      fakeReply.toolCalls([
+        { name: 'lookup_order', arguments: { id: 'A-1' } },
+        { name: 'calculator', arguments: { expression: '19.99 * 3' } },
+      ]),
+      fakeReply.text('Order A-1 shipped; three cost 59.97.'),
+    );
+    const id = await open('[s1] where is A-1, and what do three cost?');
+    await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    const view = await get(id);
+    expect(view.messages.map((m) => m.role)).toEqual([
+      'MESSAGE_ROLE_USER',
+      'MESSAGE_ROLE_ASSISTANT',
+      'MESSAGE_ROLE_TOOL',
+      'MESSAGE_ROLE_TOOL',
+      'MESSAGE_ROLE_ASSISTANT',
+    ]);
+    const results = view.messages.filter((m) => m.role === 'MESSAGE_ROLE_TOOL').map((m) => m.content);
+    expect(results.some((r) => r.includes('"status":"shipped"'))).toBe(true);
+    expect(results.some((r) => r.includes('59.97'))).toBe(true);
+    expect(view.messages.at(-1)?.content).toBe('Order A-1 shipped; three cost 59.97.');
+    const hits = webhook.hits.filter((h) => h.body.conversationId === id);
+    expect(hits).toHaveLength(1);
+    expect(hits[0]!.signatureValid).toBe(true);
+    // What the model was sent on its second call: both tool results, answering its own call ids.
+    const second = fake.requests.filter((r) => JSON.stringify(r.body).includes('[s1]'))[1]!;
+    expect((second.body?.messages as Array<{ role: string }>).map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+    ]);
+  });
+
+  it('SIGKILL of the agent while awaiting approval: after a restart the approval releases the call, once', async () => {
+    fake.on(
+      lastUserMessageIncludes('[s2]'),
+      fakeReply.toolCall('refund', { id: 'B-2', amount: 20 }),
+      fakeReply.text('Refunded 20 on B-2.'),
+    );
+    const id = await open('[s2] refund 20 on B-2');
+    await waitStatus(id, 'CONVERSATION_STATUS_AWAITING_APPROVAL');
+    await agent.kill('SIGKILL');
+    agent = await startAgent();
+    const [approval] = (await get(id)).pendingApprovals;
+    expect(approval?.tool).toBe('refund');
+    await client.call('decideApproval', editor, {
+      request: { conversationId: id, approvalId: approval!.approvalId, decision: 'DECISION_APPROVE' },
+    });
+    await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    const hits = webhook.hits.filter((h) => h.body.conversationId === id);
+    expect(hits.map((h) => h.key)).toHaveLength(1);
+    expect(webhook.effects.get(hits[0]!.key)).toBe(1);
+    expect((await get(id)).messages.at(-1)?.content).toBe('Refunded 20 on B-2.');
+  });
+
+  it('SIGKILL of the agent after a tool call was requested and before its result: the turn completes', async () => {
+    fake.on(
+      lastUserMessageIncludes('[s3]'),
+      fakeReply.toolCall('lookup_order', { id: 'C-3' }),
+      fakeReply.text('C-3 is on its way.'),
+    );
+    webhook.hold(2_000);
+    const id = await open('[s3] where is C-3?');
+    await eventually(() => expect(webhook.hits.some((h) => h.body.conversationId === id)).toBe(true), {
+      timeoutMs: 30_000,
+    });
+    await agent.kill('SIGKILL');
+    webhook.hold(0);
+    agent = await startAgent();
+    await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    const keys = webhook.hits.filter((h) => h.body.conversationId === id).map((h) => h.key);
+    expect(new Set(keys).size).toBe(1);
+    expect(webhook.effects.get(keys[0]!)).toBe(1);
+    expect((await get(id)).messages.at(-1)?.content).toBe('C-3 is on its way.');
+  });
+
+  it('SIGKILL of the agent in the middle of a streamed model response: the step is redone and the turn completes', async () => {
+    fake.on(
+      lastUserMessageIncludes('[s4]'),
+      fakeReply.text('This answer streams slowly and will be cut off by the kill.', {
+        chunkSize: 2,
+        chunkDelayMs: 200,
+      }),
+      fakeReply.text('Here is the full answer.'),
+    );
+    const id = await open('[s4] tell me slowly');
+    const index = await eventually(
+      () => {
+        const found = fake.requests.findIndex((r) => JSON.stringify(r.body).includes('[s4]'));
+        expect(found).toBeGreaterThanOrEqual(0);
+        return found;
+      },
+      { timeoutMs: 30_000 },
+    );
+    await new Promise((r) => setTimeout(r, 600)); // mid-stream
+    await agent.kill('SIGKILL');
+    expect((await fake.waitForClientClose(index, 5_000)).closedByClient).toBe(true);
+    agent = await startAgent();
+    await waitStatus(id, 'CONVERSATION_STATUS_IDLE', 60_000);
+    const view = await get(id);
+    expect(view.messages.map((m) => m.content)).toEqual(['[s4] tell me slowly', 'Here is the full answer.']);
+  });
+});
