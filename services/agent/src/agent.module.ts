@@ -84,6 +84,8 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           logger: logger.child({ component: 'turn-worker' }),
           // How long a model step may go silent before another instance takes it over (tests shorten it).
           ackWaitMs: Number(process.env.KEEL_AGENT_ACK_WAIT_MS ?? 30_000),
+          // Model steps this instance runs at once (and the durable's ack-pending bound).
+          concurrency: Number(process.env.KEEL_AGENT_CONCURRENCY ?? 32),
         }),
     },
   ],

@@ -235,6 +235,7 @@ export class TurnWorker {
       }
       throw error;
     }
+    logger.info({ ...log, toolCalls: calls.length, model: output.model }, 'model step recorded');
     bus.ephemeral.publish(
       { kind: 'deltas', tenantId, conversationId },
       { type: 'context', turnId: turn.turnId, step, contextTokens: output.contextTokens, windowTokens: null },

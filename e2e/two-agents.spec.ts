@@ -1,0 +1,137 @@
+// Two agent processes share one durable consumer: both do work, and no step is acted on twice
+// (each conversation's model is called exactly once per step, and each step recorded once).
+import { SecretBox } from '@keel/runtime';
+import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
+import {
+  eventually,
+  fakeReply,
+  freePort,
+  lastUserMessageIncludes,
+  mongoUrlFor,
+  startFakeOpenAI,
+  startProcess,
+  testInfra,
+  uniqueName,
+} from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestCaller } from './support/agent-client.js';
+import { agentClient } from './support/agent-client.js';
+
+const tenant: TestCaller = { tenantId: uniqueName('two').slice(0, 40), role: 'admin' };
+const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+const CONVERSATIONS = 16;
+
+describe('two agent instances', () => {
+  const env: Record<string, string> = {
+    MONGODB_URL: mongoUrlFor(uniqueName('two_agents')),
+    NATS_URL: testInfra().natsUrl,
+    KEEL_NATS_STREAM: uniqueName('TWO').toUpperCase(),
+    KEEL_SUBJECT_PREFIX: `t.${uniqueName('two')}`,
+    KEEL_MASTER_KEY: SecretBox.generateKey(),
+    OPENAI_API_KEY: 'sk-test-e2e',
+    KEEL_AGENT_CONCURRENCY: '4',
+    KEEL_OUTBOX_LEASE_MS: '1000',
+    LOG_LEVEL: 'info',
+  };
+  let fake: FakeOpenAI;
+  const agents: ProcessHandle[] = [];
+  let tools: ProcessHandle;
+  let client: ReturnType<typeof agentClient>;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    const ports = [await freePort(), await freePort()];
+    agents.push(
+      ...(await Promise.all(
+        ports.map((port, i) =>
+          startProcess({
+            name: `agent-${i + 1}`,
+            entry: 'services/agent/src/main.ts',
+            env: { ...env, GRPC_PORT: String(port), OPENAI_BASE_URL: fake.url },
+            readyLine: /"msg":"ready"/,
+          }),
+        ),
+      )),
+    );
+    tools = await startProcess({
+      name: 'tools',
+      entry: 'services/tools/src/main.ts',
+      env: { ...env, GRPC_PORT: String(await freePort()) },
+      readyLine: /"msg":"ready"/,
+    });
+    client = agentClient(`127.0.0.1:${ports[0]}`);
+    await client.call('putAgent', tenant, {
+      agent: {
+        agentId: 'support',
+        model: 'openai:gpt-4o-mini',
+        instructions: 'Compute.',
+        tools: ['calculator'],
+        maxSteps: 4,
+        temperature: 0,
+        toolResultMaxChars: 2000,
+      },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    client?.close();
+    await Promise.all([...agents.map((a) => a.kill('SIGTERM')), tools?.kill('SIGTERM')]);
+    await fake?.close();
+  });
+
+  it('share the steps of many conversations, each step run and recorded exactly once', async () => {
+    for (let i = 0; i < CONVERSATIONS; i++) {
+      fake.on(
+        lastUserMessageIncludes(`[c${i}]`),
+        fakeReply.toolCall('calculator', { expression: `${i} * 2` }, { chunkDelayMs: 30 }),
+        fakeReply.text(`The answer is ${i * 2}.`, { chunkDelayMs: 30 }),
+      );
+    }
+    const ids = await Promise.all(
+      Array.from({ length: CONVERSATIONS }, async (_, i) => {
+        const { conversation } = await client.call<{ conversation: { id: string } }>(
+          'createConversation',
+          editor,
+          {
+            request: { agentId: 'support' },
+          },
+        );
+        await client.call('submitMessage', editor, {
+          request: { conversationId: conversation.id, content: `[c${i}] ${i}*2?` },
+        });
+        return conversation.id;
+      }),
+    );
+    const get = async (id: string) =>
+      (
+        await client.call<{
+          conversation: { status: string; messages: Array<{ role: string; content: string }> };
+        }>('getConversation', editor, { request: { conversationId: id } })
+      ).conversation;
+    await eventually(
+      async () => {
+        const views = await Promise.all(ids.map(get));
+        expect(views.filter((v) => v.status !== 'CONVERSATION_STATUS_IDLE')).toEqual([]);
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    for (let i = 0; i < CONVERSATIONS; i++) {
+      const view = await get(ids[i]!);
+      expect(view.messages.map((m) => m.role)).toEqual([
+        'MESSAGE_ROLE_USER',
+        'MESSAGE_ROLE_ASSISTANT',
+        'MESSAGE_ROLE_TOOL',
+        'MESSAGE_ROLE_ASSISTANT',
+      ]);
+      expect(view.messages.at(-1)?.content).toBe(`The answer is ${i * 2}.`);
+      // The provider saw exactly two calls for this conversation: no step ran twice.
+      expect(fake.requests.filter((r) => JSON.stringify(r.body).includes(`[c${i}]`))).toHaveLength(2);
+    }
+    const recorded = agents.map(
+      (a) => a.stdoutLines.filter((l) => l.includes('"model step recorded"')).length,
+    );
+    expect(recorded[0]! + recorded[1]!).toBe(2 * CONVERSATIONS);
+    expect(recorded[0]).toBeGreaterThan(0);
+    expect(recorded[1]).toBeGreaterThan(0);
+  });
+});
