@@ -32,6 +32,17 @@ export const startWebhookServer = async () => {
         given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
       const body = JSON.parse(raw) as WebhookHit['body'];
       hits.push({ key, body, signatureValid });
+      // Misbehaviours on request, chosen by the order id the model asked about.
+      const id = String(body.args.id ?? '');
+      if (id.startsWith('fail')) {
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"database down"}');
+        return;
+      }
+      if (id.startsWith('text')) {
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('all good, but not JSON');
+        return;
+      }
+      if (id.startsWith('slow')) await new Promise((r) => setTimeout(r, 3_000));
       if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
       if (!effects.has(key)) effects.set(key, (effects.get(key) ?? 0) + 1); // the effect, once per key
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -1,0 +1,194 @@
+// Bad input through the running services: each gets a clear outcome the model (or the caller) can
+// read, and the conversation stays consistent (the turn ends, every tool call has one result).
+import { SecretBox } from '@keel/runtime';
+import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
+import {
+  eventually,
+  fakeReply,
+  freePort,
+  lastUserMessageIncludes,
+  mongoUrlFor,
+  startFakeOpenAI,
+  startProcess,
+  testInfra,
+  uniqueName,
+} from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestCaller } from './support/agent-client.js';
+import { agentClient } from './support/agent-client.js';
+import { startWebhookServer } from './support/webhook-server.js';
+
+const tenant: TestCaller = { tenantId: uniqueName('bad').slice(0, 40), role: 'admin' };
+const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+
+interface View {
+  status: string;
+  messages: Array<{ role: string; content: string }>;
+  pendingApprovals: Array<{ approvalId: string }>;
+}
+
+describe('bad input, end to end', () => {
+  const env: Record<string, string> = {
+    MONGODB_URL: mongoUrlFor(uniqueName('bad_input')),
+    NATS_URL: testInfra().natsUrl,
+    KEEL_NATS_STREAM: uniqueName('BAD').toUpperCase(),
+    KEEL_SUBJECT_PREFIX: `t.${uniqueName('bad')}`,
+    KEEL_MASTER_KEY: SecretBox.generateKey(),
+    OPENAI_API_KEY: 'sk-test-e2e',
+    KEEL_OUTBOX_LEASE_MS: '1000',
+    LOG_LEVEL: 'info',
+  };
+  let fake: FakeOpenAI;
+  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
+  let processes: ProcessHandle[] = [];
+  let client: ReturnType<typeof agentClient>;
+
+  const get = async (id: string) =>
+    (
+      await client.call<{ conversation: View }>('getConversation', editor, {
+        request: { conversationId: id },
+      })
+    ).conversation;
+  const turn = async (content: string) => {
+    const { conversation } = await client.call<{ conversation: { id: string } }>(
+      'createConversation',
+      editor,
+      {
+        request: { agentId: 'support' },
+      },
+    );
+    await client.call('submitMessage', editor, { request: { conversationId: conversation.id, content } });
+    return conversation.id;
+  };
+  const settled = async (id: string, status = 'CONVERSATION_STATUS_IDLE') => {
+    await eventually(async () => expect((await get(id)).status).toBe(status), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
+    return get(id);
+  };
+  const toolResult = (view: View) => view.messages.find((m) => m.role === 'MESSAGE_ROLE_TOOL')?.content ?? '';
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    webhook = await startWebhookServer();
+    const port = await freePort();
+    processes = await Promise.all([
+      startProcess({
+        name: 'agent',
+        entry: 'services/agent/src/main.ts',
+        env: { ...env, GRPC_PORT: String(port), OPENAI_BASE_URL: fake.url },
+        readyLine: /"msg":"ready"/,
+      }),
+      startProcess({
+        name: 'tools',
+        entry: 'services/tools/src/main.ts',
+        env: { ...env, GRPC_PORT: String(await freePort()) },
+        readyLine: /"msg":"ready"/,
+      }),
+    ]);
+    client = agentClient(`127.0.0.1:${port}`);
+    webhook.setSecret((await client.call<{ secret: string }>('rotateWebhookSecret', tenant)).secret);
+    const schema = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };
+    for (const [name, approval] of [
+      ['lookup_order', 'never'],
+      ['refund', 'always'],
+    ] as const) {
+      await client.call('putTool', tenant, {
+        tool: {
+          name,
+          description: name,
+          inputSchemaJson: JSON.stringify(schema),
+          kind: 'webhook',
+          url: webhook.url,
+          approval,
+          roles: [],
+          phases: [],
+          timeoutMs: 500,
+        },
+      });
+    }
+    await client.call('putAgent', tenant, {
+      agent: {
+        agentId: 'support',
+        model: 'openai:gpt-4o-mini',
+        instructions: 'Help.',
+        tools: ['lookup_order', 'refund'],
+        maxSteps: 4,
+        temperature: 0,
+        toolResultMaxChars: 2000,
+      },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    client?.close();
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+    await fake?.close();
+    await webhook?.close();
+  });
+
+  it('invalid arguments from the model never reach the webhook; the model reads why', async () => {
+    fake.on(
+      lastUserMessageIncludes('[b1]'),
+      fakeReply.toolCall('lookup_order', { id: 42 }),
+      fakeReply.text('Sorry.'),
+    );
+    const id = await turn('[b1] look up 42');
+    const view = await settled(id);
+    expect(toolResult(view)).toContain('invalid_arguments');
+    expect(webhook.hits.filter((h) => h.body.conversationId === id)).toEqual([]);
+  });
+
+  it('a webhook answering 500 three times, a non-JSON body, and a timeout are tool errors; the turn completes', async () => {
+    for (const [marker, orderId, code] of [
+      ['[b2]', 'fail-1', 'webhook_status_500'],
+      ['[b3]', 'text-1', 'webhook_invalid_json'],
+      ['[b4]', 'slow-1', 'webhook_timeout'],
+    ] as const) {
+      fake.on(
+        lastUserMessageIncludes(marker),
+        fakeReply.toolCall('lookup_order', { id: orderId }),
+        fakeReply.text('Noted.'),
+      );
+      const id = await turn(`${marker} look up ${orderId}`);
+      const view = await settled(id);
+      expect(toolResult(view)).toContain(code);
+      expect(view.messages.at(-1)?.content).toBe('Noted.');
+      const hits = webhook.hits.filter((h) => h.body.conversationId === id);
+      // 5xx and timeouts are retried (3 attempts, one Idempotency-Key); a 2xx that is not JSON is not.
+      expect(hits).toHaveLength(code === 'webhook_invalid_json' ? 1 : 3);
+      expect(new Set(hits.map((h) => h.key)).size).toBe(1);
+    }
+  });
+
+  it('an approval decided twice is a conflict, and an unknown one is not found; the first decision stands', async () => {
+    fake.on(
+      lastUserMessageIncludes('[b5]'),
+      fakeReply.toolCall('refund', { id: 'R-5' }),
+      fakeReply.text('Done.'),
+    );
+    const id = await turn('[b5] refund R-5');
+    const [approval] = (await settled(id, 'CONVERSATION_STATUS_AWAITING_APPROVAL')).pendingApprovals;
+    const decide = (approvalId: string, decision: string) =>
+      client.call('decideApproval', editor, { request: { conversationId: id, approvalId, decision } });
+    await decide(approval!.approvalId, 'DECISION_DENY');
+    await expect(decide(approval!.approvalId, 'DECISION_APPROVE')).rejects.toMatchObject({ code: 10 }); // ABORTED
+    await expect(decide('no-such-approval', 'DECISION_APPROVE')).rejects.toMatchObject({ code: 5 }); // NOT_FOUND
+    const view = await settled(id);
+    expect(toolResult(view)).toContain('denied by ana');
+    expect(webhook.hits.filter((h) => h.body.conversationId === id)).toEqual([]);
+  });
+
+  it('cancelling an idle conversation is a conflict and changes nothing', async () => {
+    fake.on(lastUserMessageIncludes('[b6]'), fakeReply.text('Hello.'));
+    const id = await turn('[b6] hi');
+    const before = await settled(id);
+    await expect(
+      client.call('cancelTurn', editor, { request: { conversationId: id } }),
+    ).rejects.toMatchObject({
+      code: 10,
+    });
+    expect(await get(id)).toEqual(before);
+  });
+});
