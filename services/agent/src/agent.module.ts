@@ -1,3 +1,7 @@
+import {
+  KEEL_AGENT_V1_PACKAGE_NAME,
+  protobufFileName as agentProtoFile,
+} from '@keel/proto/keel/agent/v1/agent';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER, SecretBox } from '@keel/runtime';
 import type { OnApplicationBootstrap } from '@nestjs/common';
@@ -102,3 +106,6 @@ export class AgentModule implements OnApplicationBootstrap {
     await this.worker.start();
   }
 }
+
+/** The gRPC contracts the agent serves: main.ts and the one-process dev mode both bootstrap with these. */
+export const AGENT_GRPC_SERVICES = [{ package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: agentProtoFile }];

@@ -1,9 +1,4 @@
-import { KEEL_AGENT_V1_PACKAGE_NAME, protobufFileName } from '@keel/proto/keel/agent/v1/agent';
 import { bootstrapService } from '@keel/runtime';
-import { AgentModule } from './agent.module.js';
+import { AGENT_GRPC_SERVICES, AgentModule } from './agent.module.js';
 
-await bootstrapService({
-  service: 'agent',
-  module: AgentModule,
-  grpcServices: [{ package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: protobufFileName }],
-});
+await bootstrapService({ service: 'agent', module: AgentModule, grpcServices: AGENT_GRPC_SERVICES });

@@ -1,7 +1,7 @@
 // `npm start`: the dev mode. All five services in this one process, each with its own Nest
 // application and gRPC port, sharing one store and one bus (in memory unless MONGODB_URL /
 // NATS_URL are set). Services still meet only through gRPC and events, as when run apart.
-import { AgentModule } from '@keel/agent/module';
+import { AGENT_GRPC_SERVICES, AgentModule } from '@keel/agent/module';
 import { AuditModule } from '@keel/audit/module';
 import { PricingModule } from '@keel/pricing/module';
 import type { BootstrapOptions, RunningService, ServiceName } from '@keel/runtime';
@@ -19,7 +19,7 @@ import { GatewayModule } from './gateway.module.js';
 
 const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 'handleSignals'>[] = [
   { service: 'gateway', module: GatewayModule, httpAdapter: () => new FastifyAdapter() },
-  { service: 'agent', module: AgentModule },
+  { service: 'agent', module: AgentModule, grpcServices: AGENT_GRPC_SERVICES },
   { service: 'tools', module: ToolsModule },
   { service: 'audit', module: AuditModule },
   { service: 'pricing', module: PricingModule },
