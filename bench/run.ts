@@ -6,12 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { appendBench } from './append.bench.js';
 import { outboxBench } from './outbox.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
+import { stepPersistenceBench } from './step-persistence.bench.js';
+import { toolRoundtripBench } from './tool-roundtrip.bench.js';
 import { provisionInfra } from './lib/infra.js';
 import type { Bench, BenchReport } from './lib/report.js';
 import { machineLine, writeResults } from './lib/results-file.js';
 import { textTable } from './lib/table.js';
 
-const BENCHES: Bench[] = [appendBench, rebuildBench, outboxBench];
+const BENCHES: Bench[] = [appendBench, rebuildBench, outboxBench, toolRoundtripBench, stepPersistenceBench];
 const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
 
 async function main(): Promise<void> {

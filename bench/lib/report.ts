@@ -13,6 +13,8 @@ export interface Row {
   opsPerSec?: number;
   /** Events per second, where an operation carries several events. */
   eventsPerSec?: number;
+  /** Bytes written to MongoDB per operation (BSON size of the documents it wrote). */
+  bytesPerOp?: number;
   /** CPU time this process spent per operation (driver and Keel; the server's CPU is not counted). */
   cpuUsPerOp?: number;
   /** Keel's median over the raw baseline's median for the same scenario (on Keel rows only). */

@@ -10,6 +10,8 @@ const withEvents = (report: BenchReport): boolean => report.rows.some((r) => r.e
 
 const withCpu = (report: BenchReport): boolean => report.rows.some((r) => r.cpuUsPerOp !== undefined);
 
+const withBytes = (report: BenchReport): boolean => report.rows.some((r) => r.bytesPerOp !== undefined);
+
 const header = (report: BenchReport): string[] => [
   'scenario',
   'variant',
@@ -18,6 +20,7 @@ const header = (report: BenchReport): string[] => [
   'p99 ms',
   'ops/s',
   ...(withEvents(report) ? ['events/s'] : []),
+  ...(withBytes(report) ? ['bytes/op'] : []),
   ...(withCpu(report) ? ['client CPU µs/op'] : []),
   'keel/raw p50',
 ];
@@ -32,6 +35,7 @@ const cellsOf =
     ms(row.p99Ms),
     rate(row.opsPerSec),
     ...(withEvents(report) ? [rate(row.eventsPerSec)] : []),
+    ...(withBytes(report) ? [row.bytesPerOp === undefined ? '' : row.bytesPerOp.toFixed(0)] : []),
     ...(withCpu(report) ? [row.cpuUsPerOp === undefined ? '' : row.cpuUsPerOp.toFixed(0)] : []),
     ratio(row.ratio),
   ];
