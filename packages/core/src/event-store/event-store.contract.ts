@@ -25,7 +25,7 @@ export const readWholeLog = async (
   const events: RecordedEvent[] = [];
   let after = 0;
   for (;;) {
-    await store.sequence();
+    await store.sequence({ discover: true });
     const page = await store.readAll({ after, limit: 250, scope });
     events.push(...page.events);
     if (page.lastPosition === after) return events;
@@ -261,7 +261,8 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
         const reader = (async () => {
           let after = 0;
           while (writing || after < Number.MAX_SAFE_INTEGER) {
-            await (seen.length % 2 ? second : store).sequence();
+            // Writers on both instances: each sequencer places its own, and finds the other's.
+            await (seen.length % 2 ? second : store).sequence({ discover: !writing });
             const page = await store.readAll({ after, limit: 40, scope: 'all-tenants' });
             seen.push(...page.events);
             if (!writing && page.lastPosition === after) break;

@@ -75,6 +75,12 @@ export interface SnapshotStore {
 export const EVENT_SIZE_LIMIT_BYTES = 1024 * 1024;
 export const COMMIT_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
 
+/** Options of one sequencer round. */
+export interface SequenceOptions {
+  /** Look for other processes' commits now, even if this store would wait a while to (flushes). */
+  discover?: boolean;
+}
+
 /** The event log port: every adapter (in-memory, MongoDB) passes the same contract suite. */
 export interface EventStore {
   append(
@@ -95,7 +101,7 @@ export interface EventStore {
    * Places committed-but-unsequenced commits into the global log. Safe to call from several
    * processes at once; returns how many commits it placed. The in-memory store sequences on append.
    */
-  sequence(): Promise<number>;
+  sequence(options?: SequenceOptions): Promise<number>;
   /** Resolves after the next append in this process (or after `timeoutMs`): lets relays sleep. */
   waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void>;
   /** Appends made through this instance so far; pass it as `since` so no append is missed. */

@@ -13,6 +13,12 @@ export interface SequencerOptions {
    * to place (those are known without a query). Default 1000 ms.
    */
   discoveryIntervalMs?: number;
+  /**
+   * How often an idle round (no commits of this process to place) queries for other processes'
+   * commits. 0 (default) queries every round; on a server that answers it with a scan, a few
+   * hundred milliseconds trade cross-process latency for load.
+   */
+  idleDiscoveryMs?: number;
 }
 
 const streamKey = (c: Pick<CommitDocument, 't' | 's'>): string => `${c.t}\u0000${c.s}`;
@@ -38,6 +44,7 @@ export class MongoSequencer {
   private lastDiscovery = 0;
   private readonly batchSize: number;
   private readonly discoveryIntervalMs: number;
+  private idleDiscoveryMs: number;
 
   constructor(
     private readonly commits: Collection<CommitDocument>,
@@ -46,6 +53,22 @@ export class MongoSequencer {
   ) {
     this.batchSize = options.batchSize ?? 500;
     this.discoveryIntervalMs = options.discoveryIntervalMs ?? 1000;
+    this.idleDiscoveryMs = options.idleDiscoveryMs ?? 0;
+  }
+
+  /** Sets how often idle rounds look for other processes' commits (see SequencerOptions). */
+  setIdleDiscovery(ms: number): void {
+    this.idleDiscoveryMs = ms;
+  }
+
+  /**
+   * True when the log certainly has nothing after `after`: it is the end of the last page this
+   * sequencer knows, and no page starts right after it (one `_id` probe). Positions exist only in
+   * pages, and a commit's marker only after its page, so a reader there has nothing to read.
+   */
+  async nothingAfter(after: number): Promise<boolean> {
+    if (!this.last || this.last.end !== after) return false;
+    return (await this.pages.findOne({ _id: pageKey(after + 1) }, { projection: { _id: 1 } })) === null;
   }
 
   /** Tells the sequencer of a commit this process just wrote, so it need not query for it. */
@@ -54,10 +77,10 @@ export class MongoSequencer {
   }
 
   /** One round: returns how many commits were placed (0 when none, or when another sequencer won). */
-  async run(): Promise<number> {
+  async run(forceDiscovery = false): Promise<number> {
     const last = await this.lastPage();
     if (last && last._id !== this.markedPage) await this.mark(last);
-    const candidates = await this.candidates();
+    const candidates = await this.candidates(forceDiscovery);
     const ready = await this.withPredecessorsPlaced(candidates);
     if (ready.length === 0) return 0;
 
@@ -135,9 +158,12 @@ export class MongoSequencer {
   }
 
   /** Commits to place: this process's own, plus (now and then, or when it has none) everyone's. */
-  private async candidates(): Promise<CommitDocument[]> {
+  private async candidates(force: boolean): Promise<CommitDocument[]> {
     const now = Date.now();
-    const discover = this.hints.size === 0 || now - this.lastDiscovery >= this.discoveryIntervalMs;
+    const since = now - this.lastDiscovery;
+    const discover =
+      force || since >= this.discoveryIntervalMs || (this.hints.size === 0 && since >= this.idleDiscoveryMs);
+    if (!discover && this.hints.size === 0) return [];
     if (!discover) {
       // Every page up to the last is marked by now, so a hinted commit still flagged `q: 1` is in
       // no page: checking the flag by `_id` (a point lookup) is exact, where the hint alone is not

@@ -89,14 +89,14 @@ export class OutboxRelay {
 
   /** Runs rounds until nothing is left to sequence or publish (regardless of the lease). */
   async drain(): Promise<void> {
-    while ((await this.round()) > 0);
+    while ((await this.round(true)) > 0);
     await this.saveCheckpoint(true);
   }
 
   /** One round: sequence, read a page after the checkpoint, publish it, save the checkpoint. */
-  async round(): Promise<number> {
+  async round(discover = false): Promise<number> {
     const { store, bus, checkpoints } = this.options;
-    const placed = await store.sequence();
+    const placed = await store.sequence({ discover });
     if (this.position === undefined) {
       this.position = await checkpoints.load(this.name);
       this.savedPosition = this.position;
