@@ -511,11 +511,10 @@ export const toolRoundtripBench: Bench = {
             `completed between the start of the ToolCallRequested append and the ToolCallCompleted commit, relay ` +
             `included; count and mean driver-side time per round trip, which overlap: the relay's queries run beside ` +
             `the consumers'): ${perOperation(commands, monitored.length)}.`,
-          `Both relay hops are mostly the relay's empty rounds: after a round that published, the relay runs another ` +
-            `before it idles (and one every 100 ms while idle); with no commit of its own to place, the sequencer ` +
-            `looks for other processes' commits (find commits {q}) and readAll, having no page in memory, reads by ` +
-            `global position (find commits {g}): two scans on FerretDB. A commit appended meanwhile waits for that ` +
-            `round to end. With the in-memory store the same hops take well under a millisecond.`,
+          `On FerretDB each hop is the reads it makes, every one a scan: the relay's sequencing checks (the _id ` +
+            `probe of the next page, the unplaced-commit check of a hinted commit), the tools consumer's stream, ` +
+            `ledger and inbox reads, and the agent's load of the conversation. With the in-memory store the same ` +
+            `hops take well under a millisecond.`,
           `The whole keel turn (create, send, step 1 with the call, the round trip, step 2 with the answer, ` +
             `TurnCompleted) took p50 ${median(turnMs.slice(1).flat()).toFixed(1)} ms.`,
           ...(problems.length > 0 ? [`Keel logged warnings or errors: ${problems.join(' | ')}`] : []),
