@@ -1,21 +1,18 @@
 // Bad input through the running services: each gets a clear outcome the model (or the caller) can
 // read, and the conversation stays consistent (the turn ends, every tool call has one result).
-import { SecretBox } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import {
   eventually,
   fakeReply,
   freePort,
   lastUserMessageIncludes,
-  mongoUrlFor,
   startFakeOpenAI,
-  startProcess,
-  testInfra,
   uniqueName,
 } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestCaller } from './support/agent-client.js';
 import { agentClient } from './support/agent-client.js';
+import { platformEnv, startAgent, startTools } from './support/platform.js';
 import { startWebhookServer } from './support/webhook-server.js';
 
 const tenant: TestCaller = { tenantId: uniqueName('bad').slice(0, 40), role: 'admin' };
@@ -28,16 +25,7 @@ interface View {
 }
 
 describe('bad input, end to end', () => {
-  const env: Record<string, string> = {
-    MONGODB_URL: mongoUrlFor(uniqueName('bad_input')),
-    NATS_URL: testInfra().natsUrl,
-    KEEL_NATS_STREAM: uniqueName('BAD').toUpperCase(),
-    KEEL_SUBJECT_PREFIX: `t.${uniqueName('bad')}`,
-    KEEL_MASTER_KEY: SecretBox.generateKey(),
-    OPENAI_API_KEY: 'sk-test-e2e',
-    KEEL_OUTBOX_LEASE_MS: '1000',
-    LOG_LEVEL: 'info',
-  };
+  const env = platformEnv('bad_input');
   let fake: FakeOpenAI;
   let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
   let processes: ProcessHandle[] = [];
@@ -73,20 +61,7 @@ describe('bad input, end to end', () => {
     fake = await startFakeOpenAI();
     webhook = await startWebhookServer();
     const port = await freePort();
-    processes = await Promise.all([
-      startProcess({
-        name: 'agent',
-        entry: 'services/agent/src/main.ts',
-        env: { ...env, GRPC_PORT: String(port), OPENAI_BASE_URL: fake.url },
-        readyLine: /"msg":"ready"/,
-      }),
-      startProcess({
-        name: 'tools',
-        entry: 'services/tools/src/main.ts',
-        env: { ...env, GRPC_PORT: String(await freePort()) },
-        readyLine: /"msg":"ready"/,
-      }),
-    ]);
+    processes = await Promise.all([startAgent(env, port, fake.url), startTools(env)]);
     client = agentClient(`127.0.0.1:${port}`);
     webhook.setSecret((await client.call<{ secret: string }>('rotateWebhookSecret', tenant)).secret);
     const schema = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };

@@ -2,22 +2,19 @@
 // NATS and FerretDB, the real @langchain/openai client against the test kit's fake provider, and a
 // webhook that counts its effects per Idempotency-Key. Processes are SIGKILLed at the moments that
 // matter; every turn still completes and every tool call's effect happens once.
-import { SecretBox } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import {
   eventually,
   fakeReply,
   freePort,
   lastUserMessageIncludes,
-  mongoUrlFor,
   startFakeOpenAI,
-  startProcess,
-  testInfra,
   uniqueName,
 } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestCaller } from './support/agent-client.js';
 import { agentClient } from './support/agent-client.js';
+import { platformEnv, startAgent, startTools } from './support/platform.js';
 import { startWebhookServer } from './support/webhook-server.js';
 
 const tenant: TestCaller = { tenantId: uniqueName('e2e').slice(0, 40), role: 'admin' };
@@ -30,19 +27,7 @@ interface ConversationView {
 }
 
 describe('a turn that survives anything (agent and tools as separate processes)', () => {
-  const env: Record<string, string> = {
-    MONGODB_URL: mongoUrlFor(uniqueName('turns')),
-    NATS_URL: testInfra().natsUrl,
-    KEEL_NATS_STREAM: uniqueName('TURNS').toUpperCase(),
-    KEEL_SUBJECT_PREFIX: `t.${uniqueName('turns')}`,
-    KEEL_MASTER_KEY: SecretBox.generateKey(),
-    OPENAI_API_KEY: 'sk-test-e2e',
-    KEEL_AGENT_ACK_WAIT_MS: '3000',
-    KEEL_TOOLS_ACK_WAIT_MS: '3000',
-    // A killed relay's lease blocks the next one for at most two windows.
-    KEEL_OUTBOX_LEASE_MS: '1000',
-    LOG_LEVEL: 'info',
-  };
+  const env = platformEnv('turns', { KEEL_AGENT_ACK_WAIT_MS: '3000', KEEL_TOOLS_ACK_WAIT_MS: '3000' });
   let fake: FakeOpenAI;
   let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
   let agentPort: number;
@@ -50,20 +35,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
   let tools: ProcessHandle;
   let client: ReturnType<typeof agentClient>;
 
-  const startAgent = async () =>
-    startProcess({
-      name: 'agent',
-      entry: 'services/agent/src/main.ts',
-      env: { ...env, GRPC_PORT: String(agentPort), OPENAI_BASE_URL: fake.url },
-      readyLine: /"msg":"ready"/,
-    });
-  const startTools = async () =>
-    startProcess({
-      name: 'tools',
-      entry: 'services/tools/src/main.ts',
-      env: { ...env, GRPC_PORT: String(await freePort()) },
-      readyLine: /"msg":"ready"/,
-    });
+  const restartAgent = () => startAgent(env, agentPort, fake.url);
   const get = async (id: string) =>
     (
       await client.call<{ conversation: ConversationView }>('getConversation', editor, {
@@ -89,7 +61,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     fake = await startFakeOpenAI();
     webhook = await startWebhookServer();
     agentPort = await freePort();
-    [agent, tools] = await Promise.all([startAgent(), startTools()]);
+    [agent, tools] = await Promise.all([restartAgent(), startTools(env)]);
     client = agentClient(`127.0.0.1:${agentPort}`);
     const { secret } = await client.call<{ secret: string }>('rotateWebhookSecret', tenant);
     webhook.setSecret(secret);
@@ -182,7 +154,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     const id = await open('[s2] refund 20 on B-2');
     await waitStatus(id, 'CONVERSATION_STATUS_AWAITING_APPROVAL');
     await agent.kill('SIGKILL');
-    agent = await startAgent();
+    agent = await restartAgent();
     const [approval] = (await get(id)).pendingApprovals;
     expect(approval?.tool).toBe('refund');
     await client.call('decideApproval', editor, {
@@ -208,7 +180,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     });
     await agent.kill('SIGKILL');
     webhook.hold(0);
-    agent = await startAgent();
+    agent = await restartAgent();
     await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
     const keys = webhook.hits.filter((h) => h.body.conversationId === id).map((h) => h.key);
     expect(new Set(keys).size).toBe(1);
@@ -237,7 +209,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     await new Promise((r) => setTimeout(r, 600)); // mid-stream
     await agent.kill('SIGKILL');
     expect((await fake.waitForClientClose(index, 5_000)).closedByClient).toBe(true);
-    agent = await startAgent();
+    agent = await restartAgent();
     await waitStatus(id, 'CONVERSATION_STATUS_IDLE', 60_000);
     const view = await get(id);
     expect(view.messages.map((m) => m.content)).toEqual(['[s4] tell me slowly', 'Here is the full answer.']);

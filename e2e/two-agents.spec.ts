@@ -1,38 +1,25 @@
 // Two agent processes share one durable consumer: both do work, and no step is acted on twice
 // (each conversation's model is called exactly once per step, and each step recorded once).
-import { SecretBox } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import {
   eventually,
   fakeReply,
   freePort,
   lastUserMessageIncludes,
-  mongoUrlFor,
   startFakeOpenAI,
-  startProcess,
-  testInfra,
   uniqueName,
 } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestCaller } from './support/agent-client.js';
 import { agentClient } from './support/agent-client.js';
+import { platformEnv, startAgent, startTools } from './support/platform.js';
 
 const tenant: TestCaller = { tenantId: uniqueName('two').slice(0, 40), role: 'admin' };
 const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
 const CONVERSATIONS = 16;
 
 describe('two agent instances', () => {
-  const env: Record<string, string> = {
-    MONGODB_URL: mongoUrlFor(uniqueName('two_agents')),
-    NATS_URL: testInfra().natsUrl,
-    KEEL_NATS_STREAM: uniqueName('TWO').toUpperCase(),
-    KEEL_SUBJECT_PREFIX: `t.${uniqueName('two')}`,
-    KEEL_MASTER_KEY: SecretBox.generateKey(),
-    OPENAI_API_KEY: 'sk-test-e2e',
-    KEEL_AGENT_CONCURRENCY: '4',
-    KEEL_OUTBOX_LEASE_MS: '1000',
-    LOG_LEVEL: 'info',
-  };
+  const env = platformEnv('two_agents', { KEEL_AGENT_CONCURRENCY: '4' });
   let fake: FakeOpenAI;
   const agents: ProcessHandle[] = [];
   let tools: ProcessHandle;
@@ -42,23 +29,9 @@ describe('two agent instances', () => {
     fake = await startFakeOpenAI();
     const ports = [await freePort(), await freePort()];
     agents.push(
-      ...(await Promise.all(
-        ports.map((port, i) =>
-          startProcess({
-            name: `agent-${i + 1}`,
-            entry: 'services/agent/src/main.ts',
-            env: { ...env, GRPC_PORT: String(port), OPENAI_BASE_URL: fake.url },
-            readyLine: /"msg":"ready"/,
-          }),
-        ),
-      )),
+      ...(await Promise.all(ports.map((port, i) => startAgent(env, port, fake.url, `agent-${i + 1}`)))),
     );
-    tools = await startProcess({
-      name: 'tools',
-      entry: 'services/tools/src/main.ts',
-      env: { ...env, GRPC_PORT: String(await freePort()) },
-      readyLine: /"msg":"ready"/,
-    });
+    tools = await startTools(env);
     client = agentClient(`127.0.0.1:${ports[0]}`);
     await client.call('putAgent', tenant, {
       agent: {
