@@ -28,7 +28,7 @@ export interface ConversationView {
 }
 
 /** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
-const SNAPSHOT_EVERY = 50;
+const SNAPSHOT_EVERY = 20;
 
 /** The conversation use cases: create, send, approve or deny, cancel, read, record tool results. */
 export class ConversationService {
