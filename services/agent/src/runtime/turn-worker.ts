@@ -111,17 +111,21 @@ export class TurnWorker {
     const { event } = delivery;
     if (!TRIGGERS.has(event.type)) return;
     const { store, conversations } = this.deps;
-    const later = await store.read(event.tenantId, event.streamName, { fromVersion: event.version + 1 });
     const turnId = (event.data as { turnId: string }).turnId;
-    // Another trigger of the same commit comes later: that one acts. A step after this trigger: done.
-    if (later.some((e) => e.commitId === event.commitId && TRIGGERS.has(e.type))) return;
-    if (
-      later.some(
-        (e) => e.type === 'AssistantMessageCompleted' && (e.data as { turnId: string }).turnId === turnId,
-      )
-    )
+    // One view of the stream: the state as loaded, and the events after this trigger up to it.
+    const { state, version } = await conversations.handler.load(event.tenantId, event.streamName);
+    const later =
+      version > event.version
+        ? await store.read(event.tenantId, event.streamName, {
+            fromVersion: event.version + 1,
+            toVersion: version,
+          })
+        : [];
+    // Only the turn's last trigger acts: a later one (another tool result, in this commit or a
+    // newer one) does, so a step is never started twice. A step after this trigger: done already.
+    const ofTurn = (e: RecordedEvent): boolean => (e.data as { turnId?: string }).turnId === turnId;
+    if (later.some((e) => ofTurn(e) && (TRIGGERS.has(e.type) || e.type === 'AssistantMessageCompleted')))
       return;
-    const { state } = await conversations.handler.load(event.tenantId, event.streamName);
     const turn = state.turn;
     if (!turn || turn.turnId !== turnId) return;
     if (turn.toolCalls.some((c) => c.state !== 'completed') || turn.step >= turn.agent.maxSteps) return;

@@ -44,7 +44,8 @@ const scriptedModel = (scripts: Record<string, Script>) => {
   const step = async (input: ModelStepInput): Promise<ModelStepOutput> => {
     calls.push(input);
     const first = input.messages.find((m) => m.role === 'user')!.content;
-    const done = calls.filter((c) => c.messages.find((m) => m.role === 'user')!.content === first).length;
+    // The step of this call in its conversation: one more than the model answers it has already given.
+    const done = input.messages.filter((m) => m.role === 'assistant').length + 1;
     const next = scripts[first]?.[done - 1];
     if (!next) throw new Error(`no scripted step ${done} for "${first}"`);
     if ('hang' in next) {
@@ -193,6 +194,29 @@ describe('turn worker', () => {
     expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual(
       [],
     );
+  });
+
+  it('two tool results arriving in separate commits start the next step once', async () => {
+    const t = await setup({
+      'check 1 and 2': [
+        {
+          toolCalls: [
+            { toolCallId: 'x', name: 'lookup', args: { id: '1' } },
+            { toolCallId: 'y', name: 'lookup', args: { id: '2' } },
+          ],
+        },
+        { text: 'Both found.' },
+      ],
+    });
+    stop = t.stop;
+    for (let round = 0; round < 5; round++) {
+      const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+      await t.conversations.send(ctx, id, { content: 'check 1 and 2' });
+      await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+      expect((await t.conversations.get('acme', id)).messages.at(-1)?.content).toBe('Both found.');
+    }
+    // Two model calls per conversation: the step after the two results ran once each time.
+    expect(t.model.calls).toHaveLength(10);
   });
 
   it('waits for an approval; a denial reaches the model as a tool error and the turn goes on', async () => {
