@@ -14,11 +14,11 @@ import {
   SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { GatewayModule } from './gateway.module.js';
+import { createGatewayHttpAdapter } from './http/http-adapter.js';
 
 const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 'handleSignals'>[] = [
-  { service: 'gateway', module: GatewayModule, httpAdapter: () => new FastifyAdapter() },
+  { service: 'gateway', module: GatewayModule, httpAdapter: createGatewayHttpAdapter },
   { service: 'agent', module: AgentModule, grpcServices: AGENT_GRPC_SERVICES },
   { service: 'tools', module: ToolsModule },
   { service: 'audit', module: AuditModule },

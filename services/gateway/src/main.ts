@@ -1,9 +1,9 @@
 import { bootstrapService } from '@keel/runtime';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { GatewayModule } from './gateway.module.js';
+import { createGatewayHttpAdapter } from './http/http-adapter.js';
 
 await bootstrapService({
   service: 'gateway',
   module: GatewayModule,
-  httpAdapter: () => new FastifyAdapter(),
+  httpAdapter: createGatewayHttpAdapter,
 });
