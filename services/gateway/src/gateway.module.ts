@@ -1,11 +1,22 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { AuthGuard } from './auth/auth.guard.js';
+import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
 import { HealthController } from './health/health.controller.js';
 import { ProblemFilter } from './http/problem.filter.js';
+import { TenantDirectory } from './tenants/tenant-directory.js';
+import { TenantRegistryService } from './tenants/tenant-registry.service.js';
+import { TenantsController } from './tenants/tenants.controller.js';
 
-/** The gateway: the HTTP probes and the public API (API.md), every error as problem+json. */
+/** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
-  controllers: [HealthController],
-  providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+  controllers: [HealthController, TenantsController],
+  providers: [
+    { provide: APP_FILTER, useClass: ProblemFilter },
+    { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: OPERATOR_KEY, useFactory: () => operatorKeyFromEnv() },
+    TenantDirectory,
+    TenantRegistryService,
+  ],
 })
 export class GatewayModule {}

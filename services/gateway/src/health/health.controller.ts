@@ -1,6 +1,7 @@
 import type { Infrastructure, MetricsRegistry } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_METRICS } from '@keel/runtime';
 import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { Public } from '../auth/roles.decorator.js';
 
 /** The part of Fastify's reply the probes set: status and content type. */
 interface ProbeReply {
@@ -19,6 +20,7 @@ interface Problem {
 
 /** `/healthz`, `/readyz`, `/metrics`: the unauthenticated probes operators and Kubernetes use. */
 @Controller()
+@Public()
 export class HealthController {
   constructor(
     @Inject(KEEL_INFRA) private readonly infra: Infrastructure,

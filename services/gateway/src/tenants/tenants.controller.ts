@@ -1,0 +1,69 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
+import type { Principal } from '../auth/principal.js';
+import { Caller, metadataOf, RequestId } from '../auth/principal.js';
+import { Roles } from '../auth/roles.decorator.js';
+import { parseCreateTenant, parseIssueKey, parseSetBudget } from './tenant-requests.js';
+import type { IssuedKey, TenantView } from './tenant-registry.service.js';
+import { TenantRegistryService } from './tenant-registry.service.js';
+
+/** The operator routes of API.md: tenants, their keys and budgets. */
+@Controller('v1/tenants')
+@Roles('operator')
+export class TenantsController {
+  constructor(@Inject(TenantRegistryService) private readonly registry: TenantRegistryService) {}
+
+  /** `POST /v1/tenants` → 201 the tenant. */
+  @Post()
+  @HttpCode(201)
+  create(
+    @Body() body: unknown,
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+  ): Promise<TenantView> {
+    const { name } = parseCreateTenant(body);
+    return this.registry.createTenant(name, metadataOf(caller, requestId));
+  }
+
+  /** `GET /v1/tenants` → every tenant. */
+  @Get()
+  async list(): Promise<{ data: TenantView[] }> {
+    return { data: await this.registry.listTenants() };
+  }
+
+  /** `POST /v1/tenants/{tenantId}/keys` → 201 `{ id, role, key }`; the key is shown this once. */
+  @Post(':tenantId/keys')
+  @HttpCode(201)
+  issueKey(
+    @Param('tenantId') tenantId: string,
+    @Body() body: unknown,
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+  ): Promise<IssuedKey> {
+    const { role, name } = parseIssueKey(body);
+    return this.registry.issueKey(tenantId, role, name, metadataOf(caller, requestId));
+  }
+
+  /** `DELETE /v1/tenants/{tenantId}/keys/{keyId}` → 204; the key stops working at once. */
+  @Delete(':tenantId/keys/:keyId')
+  @HttpCode(204)
+  async revokeKey(
+    @Param('tenantId') tenantId: string,
+    @Param('keyId') keyId: string,
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+  ): Promise<void> {
+    await this.registry.revokeKey(tenantId, keyId, metadataOf(caller, requestId));
+  }
+
+  /** `PUT /v1/tenants/{tenantId}/budget` `{ monthlyUsd }` → 200 the tenant with its budget. */
+  @Put(':tenantId/budget')
+  setBudget(
+    @Param('tenantId') tenantId: string,
+    @Body() body: unknown,
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+  ): Promise<TenantView> {
+    const { monthlyUsd } = parseSetBudget(body);
+    return this.registry.setBudget(tenantId, monthlyUsd, metadataOf(caller, requestId));
+  }
+}
