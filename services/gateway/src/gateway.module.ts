@@ -1,3 +1,5 @@
+import type { KeelLogger } from '@keel/runtime';
+import { KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AuthGuard } from './auth/auth.guard.js';
@@ -14,7 +16,15 @@ import { TenantsController } from './tenants/tenants.controller.js';
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_GUARD, useClass: AuthGuard },
-    { provide: OPERATOR_KEY, useFactory: () => operatorKeyFromEnv() },
+    {
+      provide: OPERATOR_KEY,
+      inject: [KEEL_LOGGER],
+      useFactory: (logger: KeelLogger) => {
+        const key = operatorKeyFromEnv();
+        if (key === undefined) logger.warn('KEEL_OPERATOR_KEY is not set: operator routes answer 401');
+        return key;
+      },
+    },
     TenantDirectory,
     TenantRegistryService,
   ],

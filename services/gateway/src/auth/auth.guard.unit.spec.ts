@@ -1,0 +1,112 @@
+import { InMemoryEventStore, PermissionDeniedError, UnauthenticatedError } from '@keel/core';
+import type { Infrastructure } from '@keel/runtime';
+import { createLogger } from '@keel/runtime';
+import type { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { TenantDirectory } from '../tenants/tenant-directory.js';
+import { TenantRegistryService } from '../tenants/tenant-registry.service.js';
+import { AuthGuard } from './auth.guard.js';
+import type { AuthenticatedRequest } from './principal.js';
+import { Public, Roles } from './roles.decorator.js';
+
+const OPERATOR_KEY = 'operator-secret';
+
+class Routes {
+  @Roles('operator') operatorOnly(): void {}
+  @Roles('editor') editors(): void {}
+  @Roles('viewer') readers(): void {}
+  @Public() probe(): void {}
+  anyKey(): void {}
+}
+
+const contextFor = (route: keyof Routes, request: AuthenticatedRequest): ExecutionContext =>
+  ({
+    getType: () => 'http',
+    getHandler: () => Routes.prototype[route],
+    getClass: () => Routes,
+    switchToHttp: () => ({ getRequest: () => request }),
+  }) as unknown as ExecutionContext;
+
+const requestWith = (key?: string, user?: string): AuthenticatedRequest => ({
+  id: 'req-1',
+  headers: {
+    ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
+    ...(user !== undefined ? { 'x-keel-user': user } : {}),
+  },
+});
+
+const silent = createLogger('gateway', { level: 'silent' });
+const metadata = { correlationId: 'test' };
+
+describe('AuthGuard', () => {
+  let store: InMemoryEventStore;
+  let guard: AuthGuard;
+  let registry: TenantRegistryService;
+  let tenantId: string;
+
+  /** Another gateway instance on the same store: its directory is its own. */
+  const instance = () => {
+    const directory = new TenantDirectory({ store } as unknown as Infrastructure, silent);
+    return {
+      guard: new AuthGuard(new Reflector(), directory, OPERATOR_KEY),
+      registry: new TenantRegistryService({ store } as unknown as Infrastructure, directory),
+    };
+  };
+
+  const check = async (route: keyof Routes, request: AuthenticatedRequest, on = guard) => {
+    await on.canActivate(contextFor(route, request));
+    return request.principal;
+  };
+
+  beforeEach(async () => {
+    store = new InMemoryEventStore();
+    ({ guard, registry } = instance());
+    tenantId = (await registry.createTenant('Acme', metadata)).id;
+  });
+
+  it('admits the operator key on operator routes only by exact match', async () => {
+    expect(await check('operatorOnly', requestWith(OPERATOR_KEY))).toMatchObject({ kind: 'operator' });
+    await expect(check('operatorOnly', requestWith(`${OPERATOR_KEY}x`))).rejects.toBeInstanceOf(
+      UnauthenticatedError,
+    );
+    await expect(check('editors', requestWith(OPERATOR_KEY))).rejects.toBeInstanceOf(PermissionDeniedError);
+  });
+
+  it('refuses a missing, malformed or unknown key with 401, and lets public routes through', async () => {
+    for (const request of [
+      requestWith(),
+      requestWith('keel_unknown'),
+      { id: 'r', headers: { authorization: 'Basic abc' } },
+    ]) {
+      await expect(check('anyKey', request)).rejects.toBeInstanceOf(UnauthenticatedError);
+    }
+    expect(await check('probe', requestWith())).toBeUndefined();
+  });
+
+  it('ranks tenant roles: admin > editor > viewer; a tenant key is 403 on operator routes', async () => {
+    const viewer = await registry.issueKey(tenantId, 'viewer', undefined, metadata);
+    const admin = await registry.issueKey(tenantId, 'admin', undefined, metadata);
+    expect(await check('readers', requestWith(viewer.key))).toMatchObject({ tenantId, role: 'viewer' });
+    await expect(check('editors', requestWith(viewer.key))).rejects.toBeInstanceOf(PermissionDeniedError);
+    expect(await check('editors', requestWith(admin.key))).toMatchObject({ role: 'admin' });
+    await expect(check('operatorOnly', requestWith(admin.key))).rejects.toBeInstanceOf(PermissionDeniedError);
+  });
+
+  it('records X-Keel-User as the acting user, else the key id', async () => {
+    const key = await registry.issueKey(tenantId, 'editor', 'backend', metadata);
+    expect(await check('anyKey', requestWith(key.key, 'user-42'))).toMatchObject({
+      keyId: key.id,
+      userId: 'user-42',
+    });
+    expect(await check('anyKey', requestWith(key.key))).toMatchObject({ keyId: key.id, userId: key.id });
+  });
+
+  it('sees keys issued and revoked through another instance on the very next request', async () => {
+    const other = instance();
+    const key = await other.registry.issueKey(tenantId, 'viewer', undefined, metadata);
+    expect(await check('readers', requestWith(key.key))).toMatchObject({ keyId: key.id });
+    await other.registry.revokeKey(tenantId, key.id, metadata);
+    await expect(check('readers', requestWith(key.key))).rejects.toBeInstanceOf(UnauthenticatedError);
+  });
+});
