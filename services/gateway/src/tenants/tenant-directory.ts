@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '@keel/core';
+import { KeelError, UnavailableError } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { OnModuleInit } from '@nestjs/common';
@@ -89,9 +90,17 @@ export class TenantDirectory implements OnModuleInit {
   }
 
   private async readNew(): Promise<void> {
-    const events = await this.infra.store.read(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, {
-      fromVersion: this.folded + 1,
-    });
+    let events: RecordedEvent[];
+    try {
+      events = await this.infra.store.read(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, {
+        fromVersion: this.folded + 1,
+      });
+    } catch (error) {
+      if (error instanceof KeelError) throw error;
+      // Auth fails closed, and says so as 503 (retry later), not as a 500.
+      this.logger.error({ err: error }, 'tenant registry unreadable');
+      throw new UnavailableError('the tenant registry cannot be read now', { cause: error });
+    }
     for (const event of events) this.apply(event);
   }
 

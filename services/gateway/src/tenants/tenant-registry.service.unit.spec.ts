@@ -1,4 +1,4 @@
-import { InMemoryEventStore, NotFoundError } from '@keel/core';
+import { InMemoryEventStore, NotFoundError, UnavailableError } from '@keel/core';
 import type { Infrastructure } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
 import { describe, expect, it } from 'vitest';
@@ -59,5 +59,15 @@ describe('TenantRegistryService', () => {
     expect(fresh.tenants()).toMatchObject([{ id: tenant.id, name: 'Acme', monthlyUsd: 10 }]);
     expect(fresh.keyByHash(hashApiKey(key.key))).toMatchObject({ keyId: key.id, revoked: true });
     expect(fresh.version).toBe(4);
+  });
+
+  it('fails closed with UNAVAILABLE when the store cannot be read', async () => {
+    const store = new InMemoryEventStore();
+    store.read = () => Promise.reject(new Error('connection refused'));
+    const directory = new TenantDirectory(
+      { store } as unknown as Infrastructure,
+      createLogger('gateway', { level: 'silent' }),
+    );
+    await expect(directory.catchUp()).rejects.toBeInstanceOf(UnavailableError);
   });
 });
