@@ -6,13 +6,15 @@ import { AuthGuard } from './auth/auth.guard.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
 import { HealthController } from './health/health.controller.js';
 import { ProblemFilter } from './http/problem.filter.js';
+import { EventsFeedController } from './stream/events-feed.controller.js';
+import { EventsFeedService, FEED_SETTINGS, feedSettingsFromEnv } from './stream/events-feed.service.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
 import { TenantRegistryService } from './tenants/tenant-registry.service.js';
 import { TenantsController } from './tenants/tenants.controller.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
-  controllers: [HealthController, TenantsController],
+  controllers: [HealthController, TenantsController, EventsFeedController],
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_GUARD, useClass: AuthGuard },
@@ -27,6 +29,8 @@ import { TenantsController } from './tenants/tenants.controller.js';
     },
     TenantDirectory,
     TenantRegistryService,
+    { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
+    EventsFeedService,
   ],
 })
 export class GatewayModule {}

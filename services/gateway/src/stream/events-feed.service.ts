@@ -1,0 +1,80 @@
+import type { ServerResponse } from 'node:http';
+import { NotFoundError, streamName, ValidationError } from '@keel/core';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { Infrastructure, KeelLogger } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
+import type { BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import type { FeedSettings } from './feed-connection.js';
+import { FeedConnection } from './feed-connection.js';
+
+/** Nest token of the feed's tunables. */
+export const FEED_SETTINGS = Symbol.for('keel.gateway.feed-settings');
+
+const positive = (value: string | undefined, fallback: number): number => {
+  const parsed = Number(value);
+  return value !== undefined && Number.isSafeInteger(parsed) && parsed > 0 ? parsed : fallback;
+};
+
+/** The feed's tunables from the environment: `KEEL_SSE_HEARTBEAT_MS` (15 s), `KEEL_SSE_POLL_MS` (250 ms). */
+export const feedSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env): FeedSettings => ({
+  heartbeatMs: positive(env.KEEL_SSE_HEARTBEAT_MS, 15_000),
+  pollMs: positive(env.KEEL_SSE_POLL_MS, 250),
+  maxBufferedBytes: positive(env.KEEL_SSE_MAX_BUFFERED_BYTES, 1024 * 1024),
+});
+
+/** Opens events feeds and closes those still open when the gateway shuts down. */
+@Injectable()
+export class EventsFeedService implements BeforeApplicationShutdown {
+  private readonly open = new Set<FeedConnection>();
+
+  constructor(
+    @Inject(KEEL_INFRA) private readonly infra: Infrastructure,
+    @Inject(FEED_SETTINGS) private readonly settings: FeedSettings,
+    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+  ) {}
+
+  /**
+   * The conversation's stream name, after checking it exists in the caller's tenant: another
+   * tenant's conversation and an unknown one are the same 404.
+   */
+  async findConversation(tenantId: string, conversationId: string): Promise<string> {
+    let stream: string;
+    try {
+      stream = streamName(CONVERSATION_CATEGORY, conversationId);
+    } catch (error) {
+      if (error instanceof ValidationError)
+        throw new NotFoundError(`conversation ${conversationId} not found`);
+      throw error;
+    }
+    const first = await this.infra.store.read(tenantId, stream, { fromVersion: 1, toVersion: 1 });
+    if (first.length === 0) throw new NotFoundError(`conversation ${conversationId} not found`);
+    return stream;
+  }
+
+  /** Streams the feed on `raw` until the client leaves or the gateway stops. */
+  async stream(
+    raw: ServerResponse,
+    headers: Record<string, string>,
+    target: { tenantId: string; conversationId: string; streamName: string; after: number },
+  ): Promise<void> {
+    const connection = new FeedConnection(
+      target,
+      this.infra.store,
+      this.infra.bus.ephemeral,
+      this.settings,
+      this.logger,
+    );
+    this.open.add(connection);
+    try {
+      await connection.run(raw, headers);
+    } finally {
+      this.open.delete(connection);
+    }
+  }
+
+  /** Ends every open feed, so the HTTP server can close (clients resume from the log). */
+  beforeApplicationShutdown(): void {
+    for (const connection of this.open) connection.stop();
+  }
+}
