@@ -2,8 +2,11 @@ import type { KeelLogger } from '@keel/runtime';
 import { KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
+import { ConfigController } from './config/config.controller.js';
+import { ConversationsController } from './conversations/conversations.controller.js';
 import { HealthController } from './health/health.controller.js';
 import { ProblemFilter } from './http/problem.filter.js';
 import { EventsFeedController } from './stream/events-feed.controller.js';
@@ -14,7 +17,13 @@ import { TenantsController } from './tenants/tenants.controller.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
-  controllers: [HealthController, TenantsController, EventsFeedController],
+  controllers: [
+    HealthController,
+    TenantsController,
+    ConfigController,
+    ConversationsController,
+    EventsFeedController,
+  ],
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_GUARD, useClass: AuthGuard },
@@ -29,6 +38,7 @@ import { TenantsController } from './tenants/tenants.controller.js';
     },
     TenantDirectory,
     TenantRegistryService,
+    { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
     EventsFeedService,
   ],

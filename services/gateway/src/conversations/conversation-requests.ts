@@ -1,0 +1,70 @@
+// Bodies of the conversation routes (API.md "Conversations"), mapped to keel.conversations.v1 requests.
+import { fail, objectWith, optionalString, optionalWord, requiredString } from '../config/request-fields.js';
+
+/** keel.conversations.v1.CreateConversationRequest's fields the body sets. */
+export interface CreateConversationFields {
+  agentId: string;
+  title: string;
+  metadata: Record<string, string>;
+}
+
+/** keel.conversations.v1.SendMessageRequest's fields the body sets (enums by name). */
+export interface SendMessageFields {
+  content: string;
+  ifBusy: 'IF_BUSY_REJECT' | 'IF_BUSY_ENQUEUE' | 'IF_BUSY_INTERRUPT';
+}
+
+/** keel.conversations.v1.DecideApprovalRequest's fields the body sets (enums by name). */
+export interface DecideApprovalFields {
+  decision: 'DECISION_APPROVE' | 'DECISION_DENY';
+  reason: string;
+}
+
+const IF_BUSY = {
+  reject: 'IF_BUSY_REJECT',
+  enqueue: 'IF_BUSY_ENQUEUE',
+  interrupt: 'IF_BUSY_INTERRUPT',
+} as const;
+const DECISION = { approve: 'DECISION_APPROVE', deny: 'DECISION_DENY' } as const;
+
+/** Largest user message the gateway forwards (characters). */
+export const MAX_CONTENT_CHARS = 100_000;
+
+/** Checks `{ agentId, title?, metadata? }`; metadata is string values only (a proto map). */
+export const parseCreateConversation = (body: unknown): CreateConversationFields => {
+  const object = objectWith(body, ['agentId', 'title', 'metadata']);
+  const agentId = requiredString(object.agentId, 'agentId', 64);
+  const title = optionalString(object.title, 'title', 200) ?? '';
+  const metadata: Record<string, string> = {};
+  if (object.metadata !== undefined) {
+    const value = object.metadata;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      fail('metadata', 'metadata must be an object of string values');
+    }
+    for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+      if (typeof item !== 'string') fail(`metadata.${key}`, `metadata.${key} must be a string`);
+      metadata[key] = item as string;
+    }
+  }
+  return { agentId, title, metadata };
+};
+
+/** Checks `{ content, ifBusy? }`. */
+export const parseSendMessage = (body: unknown): SendMessageFields => {
+  const object = objectWith(body, ['content', 'ifBusy']);
+  const content = requiredString(object.content, 'content', MAX_CONTENT_CHARS);
+  const ifBusy =
+    optionalWord(object.ifBusy, 'ifBusy', ['reject', 'enqueue', 'interrupt'] as const) ?? 'reject';
+  return { content, ifBusy: IF_BUSY[ifBusy] };
+};
+
+/** Checks `{ decision, reason? }`. */
+export const parseDecideApproval = (body: unknown): DecideApprovalFields => {
+  const object = objectWith(body, ['decision', 'reason']);
+  const decision = optionalWord(object.decision, 'decision', ['approve', 'deny'] as const);
+  if (decision === undefined) fail('decision', 'decision is required (approve or deny)');
+  return {
+    decision: DECISION[decision as 'approve' | 'deny'],
+    reason: optionalString(object.reason, 'reason', 2000) ?? '',
+  };
+};

@@ -1,0 +1,70 @@
+import { ValidationError } from '@keel/core';
+import { describe, expect, it } from 'vitest';
+import { parseCreateConversation, parseDecideApproval, parseSendMessage } from './conversation-requests.js';
+import { conversationView } from './conversation-views.js';
+
+describe('conversation bodies and views', () => {
+  it('maps the proto conversation to the API shape: lowercase words, args as JSON', () => {
+    const view = conversationView({
+      id: 'c1',
+      agentId: 'support',
+      status: 'CONVERSATION_STATUS_AWAITING_APPROVAL',
+      version: 7,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      messages: [
+        { id: 'm1', role: 'MESSAGE_ROLE_USER', content: 'refund B-2', toolCalls: [] },
+        {
+          id: 'm2',
+          role: 'MESSAGE_ROLE_ASSISTANT',
+          content: '',
+          toolCalls: [{ id: 'tc1', name: 'refund', argsJson: '{"id":"B-2"}' }],
+        },
+      ],
+      pendingApprovals: [
+        { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', argsJson: '{"id":"B-2"}', requestedAt: 't' },
+      ],
+      usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+    });
+    expect(view).toEqual({
+      id: 'c1',
+      agentId: 'support',
+      status: 'awaiting_approval',
+      version: 7,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      messages: [
+        { id: 'm1', role: 'user', content: 'refund B-2' },
+        {
+          id: 'm2',
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ id: 'tc1', name: 'refund', args: { id: 'B-2' } }],
+        },
+      ],
+      pendingApprovals: [
+        { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', args: { id: 'B-2' }, requestedAt: 't' },
+      ],
+      usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+    });
+  });
+
+  it('maps the bodies to the proto enums and refuses bad ones naming the field', () => {
+    expect(parseSendMessage({ content: 'hi', ifBusy: 'enqueue' })).toEqual({
+      content: 'hi',
+      ifBusy: 'IF_BUSY_ENQUEUE',
+    });
+    expect(parseDecideApproval({ decision: 'deny', reason: 'no' })).toEqual({
+      decision: 'DECISION_DENY',
+      reason: 'no',
+    });
+    expect(parseCreateConversation({ agentId: 'a', metadata: { k: 'v' } })).toEqual({
+      agentId: 'a',
+      title: '',
+      metadata: { k: 'v' },
+    });
+    expect(() => parseSendMessage({ content: '' })).toThrow(/^content /);
+    expect(() => parseSendMessage({ content: 'x', ifBusy: 'later' })).toThrow(/^ifBusy /);
+    expect(() => parseDecideApproval({ decision: 'maybe' })).toThrow(ValidationError);
+    expect(() => parseCreateConversation({ agentId: 'a', metadata: { n: 1 } })).toThrow(/^metadata\.n /);
+    expect(() => parseCreateConversation({ agent: 'a' })).toThrow(/^agent: unknown field/);
+  });
+});
