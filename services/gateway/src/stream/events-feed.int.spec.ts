@@ -288,7 +288,7 @@ describe('events feed (gateway process on MongoDB and NATS)', () => {
 
   it('shuts down cleanly with a feed still open', async () => {
     const feed = await open(`/v1/conversations/${conversationId}/events`, viewerKey);
-    await feed.events(6);
+    await feed.events(1);
     expect(await gateway.kill('SIGTERM', 10_000)).toEqual({ code: 0, signal: null });
     feed.close();
   });
