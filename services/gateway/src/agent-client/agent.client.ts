@@ -66,7 +66,10 @@ export const callContextOf = (principal: Principal, requestId: string): CallCont
 export class AgentClient implements OnModuleDestroy {
   private readonly client: Client;
 
-  constructor(address: string = agentAddressFromEnv()) {
+  constructor(
+    address: string = agentAddressFromEnv(),
+    private readonly deadlineMs = AGENT_CALL_DEADLINE_MS,
+  ) {
     const definition = loadSync('keel/agent/v1/agent.proto', {
       ...PROTO_LOADER_OPTIONS,
       includeDirs: [protoRoot()],
@@ -81,7 +84,7 @@ export class AgentClient implements OnModuleDestroy {
   call<T>(rpc: AgentRpc, context: CallContext, request: object = {}): Promise<T> {
     const method = (this.client as unknown as Record<string, Unary>)[rpc];
     if (!method) return Promise.reject(new Error(`AgentService has no RPC ${rpc}`));
-    const deadline = new Date(Date.now() + AGENT_CALL_DEADLINE_MS);
+    const deadline = new Date(Date.now() + this.deadlineMs);
     return new Promise<T>((resolve, reject) => {
       method.call(this.client, { context, ...request }, new Metadata(), { deadline }, (error, response) => {
         if (error) reject(keelErrorOf(error) ?? error);
