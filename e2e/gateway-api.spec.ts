@@ -325,6 +325,26 @@ describe('the public API walk-through (gateway, agent, tools as processes)', () 
     problem(await call('POST', `/v1/conversations/${conversationId}/cancel`, keys.editor), 409, 'conflict');
   });
 
+  it('editor cancels a running turn (202 { turnId }); the model call is aborted and the conversation is idle', async () => {
+    fake.on(lastUserMessageIncludes('think forever'), fakeReply.hang());
+    const created = await call('POST', '/v1/conversations', keys.editor, { body: { agentId: 'support' } });
+    const id = (created.body as { id: string }).id;
+    const seen = fake.requests.length;
+    const sent = await call('POST', `/v1/conversations/${id}/messages`, keys.editor, {
+      body: { content: 'Please think forever' },
+    });
+    expect(sent.status).toBe(202);
+    const hanging = await fake.waitForRequest(seen, 30_000);
+    const cancelled = await call('POST', `/v1/conversations/${id}/cancel`, keys.editor);
+    expect(cancelled).toMatchObject({
+      status: 202,
+      body: { turnId: (sent.body as { turnId: string }).turnId },
+    });
+    await fake.waitForClientClose(hanging.index, 15_000);
+    await waitFor(id, 'idle');
+    problem(await call('POST', `/v1/conversations/${id}/cancel`, keys.viewer), 403, 'forbidden');
+  });
+
   it('viewer reads but may not write; another tenant gets 404', async () => {
     expect((await conversation(conversationId, keys.viewer)).id).toBe(conversationId);
     problem(
