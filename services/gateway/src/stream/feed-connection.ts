@@ -63,6 +63,12 @@ export class FeedConnection {
   async run(raw: ServerResponse, headers: Record<string, string>): Promise<void> {
     const { tenantId, conversationId } = this.target;
     raw.on('close', () => this.stop());
+    raw.on('error', () => this.stop());
+    // The client may have left while the conversation was looked up: its 'close' is then past.
+    if (raw.destroyed || !raw.socket || raw.socket.destroyed) {
+      this.stop();
+      return;
+    }
     // Subscribed before the first read: nothing published from here on is missed.
     this.subscription = this.ephemeral.subscribe({ kind: 'deltas', tenantId, conversationId }, (message) => {
       this.queued.push(message.data);

@@ -20,6 +20,8 @@ class FakeResponse extends EventEmitter {
   status = 0;
   writableEnded = false;
   writableLength = 0;
+  destroyed = false;
+  socket: { destroyed: boolean } | null = { destroyed: false };
   writeHead(status: number): this {
     this.status = status;
     return this;
@@ -162,5 +164,18 @@ describe('FeedConnection', () => {
     const written = response.chunks.length;
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(response.chunks.length).toBe(written);
+  });
+
+  it('stops at once when the client left before the stream started', async () => {
+    store = new InMemoryEventStore();
+    channel = new CountingChannel();
+    response = new FakeResponse();
+    response.destroyed = true;
+    response.socket = null;
+    await store.append(tenantId, streamName, turn('u1'));
+    start();
+    await running;
+    expect(channel.live).toBe(0);
+    expect(response.frames).toEqual([]);
   });
 });
