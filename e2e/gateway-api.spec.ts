@@ -404,4 +404,45 @@ describe('the public API walk-through (gateway, agent, tools as processes)', () 
       'not_found',
     );
   });
+
+  it('editor lists conversations newest first, a page at a time; another tenant does not see them', async () => {
+    type Page = { data: Array<{ id: string; agentId: string; status?: string }>; nextCursor: string | null };
+    const list = async (query: string, key = keys.editor): Promise<Page> => {
+      const answer = await call('GET', `/v1/conversations${query}`, key);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body as Page;
+    };
+    const created = await call('POST', '/v1/conversations', keys.editor, {
+      body: { agentId: 'support', title: 'Listed' },
+    });
+    const newest = (created.body as { id: string }).id;
+
+    const all = await list('');
+    expect(all.nextCursor).toBeNull();
+    expect(all.data[0]).toMatchObject({ id: newest, agentId: 'support', title: 'Listed', status: 'idle' });
+    expect(all.data.map((c) => c.id)).toContain(conversationId);
+    expect(all.data.length).toBeGreaterThanOrEqual(3);
+
+    const first = await list('?limit=1');
+    expect(first.data.map((c) => c.id)).toEqual([newest]);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await list(`?limit=1&cursor=${encodeURIComponent(first.nextCursor ?? '')}`);
+    expect(second.data.map((c) => c.id)).toEqual([all.data[1]?.id]);
+
+    expect((await list('', keys.viewer)).data.map((c) => c.id)).toEqual(all.data.map((c) => c.id));
+    const theirs = await list('', keys.otherAdmin);
+    expect(theirs.data.map((c) => c.id)).not.toContain(newest);
+    expect(theirs.data.map((c) => c.id)).not.toContain(conversationId);
+
+    expect(
+      problem(await call('GET', '/v1/conversations?limit=101', keys.editor), 400, 'invalid_request').detail,
+    ).toContain('limit');
+    expect(
+      problem(await call('GET', '/v1/conversations?limit=0', keys.editor), 400, 'invalid_request').detail,
+    ).toContain('limit');
+    expect(
+      problem(await call('GET', '/v1/conversations?cursor=bm9wZQ', keys.editor), 400, 'invalid_request')
+        .detail,
+    ).toContain('cursor');
+  });
 });

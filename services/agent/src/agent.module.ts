@@ -2,10 +2,15 @@ import {
   KEEL_AGENT_V1_PACKAGE_NAME,
   protobufFileName as agentProtoFile,
 } from '@keel/proto/keel/agent/v1/agent';
+import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER, SecretBox } from '@keel/runtime';
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
+import type { ConversationIndex } from './conversation-index/conversation-index.js';
+import { ConversationIndexProjection } from './conversation-index/conversation-index.projection.js';
+import { InMemoryConversationIndex } from './conversation-index/in-memory-conversation-index.js';
+import { MongoConversationIndex } from './conversation-index/mongo-conversation-index.js';
 import { AgentController } from './grpc/agent.controller.js';
 import { AjvToolCatalog, TOOL_CATALOG } from './grpc/tool-catalog.provider.js';
 import { createModelStep } from './model/langchain-model-step.js';
@@ -16,6 +21,15 @@ import { TurnWorker } from './runtime/turn-worker.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
+
+/** Nest injection token of the per-tenant ConversationIndex. */
+export const CONVERSATION_INDEX = Symbol.for('keel.agent.conversation-index');
+
+/** The conversation index next to the event log: MongoDB when the log is, else in memory (dev mode). */
+const conversationIndexFor = (infra: Infrastructure): ConversationIndex =>
+  infra.store instanceof MongoEventStore
+    ? new MongoConversationIndex(infra.store.db)
+    : new InMemoryConversationIndex();
 
 /**
  * The master key from `KEEL_MASTER_KEY`; without one, a key made up for this process, so dev
@@ -49,10 +63,33 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
       useFactory: (infra: Infrastructure) => new TenantConfigService(infra.store),
     },
     {
+      provide: CONVERSATION_INDEX,
+      inject: [KEEL_INFRA],
+      useFactory: (infra: Infrastructure): ConversationIndex => conversationIndexFor(infra),
+    },
+    {
+      provide: ConversationIndexProjection,
+      inject: [KEEL_INFRA, CONVERSATION_INDEX],
+      useFactory: (infra: Infrastructure, index: ConversationIndex) =>
+        new ConversationIndexProjection(infra.bus, index),
+    },
+    {
       provide: ConversationService,
-      inject: [KEEL_INFRA, TenantConfigService],
-      useFactory: (infra: Infrastructure, config: TenantConfigService) =>
-        new ConversationService(infra.store, infra.bus, config),
+      inject: [KEEL_INFRA, TenantConfigService, CONVERSATION_INDEX, KEEL_LOGGER],
+      useFactory: (
+        infra: Infrastructure,
+        config: TenantConfigService,
+        index: ConversationIndex,
+        logger: KeelLogger,
+      ) =>
+        new ConversationService(infra.store, infra.bus, config, {
+          index,
+          onIndexError: (error, { tenantId, conversationId }) =>
+            logger.warn(
+              { tenantId, conversationId, err: error },
+              'the conversation index write failed; the agent-conversation-index consumer will record it',
+            ),
+        }),
     },
     { provide: TOOL_CATALOG, useFactory: () => new AjvToolCatalog() },
     { provide: MODEL_STEP, useFactory: (): ModelStep => createModelStep() },
@@ -95,14 +132,18 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
   ],
 })
 export class AgentModule implements OnApplicationBootstrap {
-  constructor(@Inject(TurnWorker) private readonly worker: TurnWorker) {}
+  constructor(
+    @Inject(TurnWorker) private readonly worker: TurnWorker,
+    @Inject(ConversationIndexProjection) private readonly index: ConversationIndexProjection,
+  ) {}
 
   /**
-   * Takes turns once every provider is built. No stop hook: the worker consumes through
-   * `infra.bus`, whose shutdown drains its consumers (model steps in progress finish) after the
-   * gRPC server has stopped and before the outbox is flushed.
+   * Keeps the conversation index and takes turns once every provider is built. No stop hook:
+   * both consume through `infra.bus`, whose shutdown drains its consumers (model steps in
+   * progress finish) after the gRPC server has stopped and before the outbox is flushed.
    */
   async onApplicationBootstrap(): Promise<void> {
+    await this.index.start();
     await this.worker.start();
   }
 }

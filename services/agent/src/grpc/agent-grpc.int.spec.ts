@@ -6,6 +6,7 @@ import type { ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
 import { credentials, loadPackageDefinition, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import type { SealedSecret } from '@keel/events';
+import { uuidv7 } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
 import { PROTO_LOADER_OPTIONS, SecretBox, protoRoot } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
@@ -405,6 +406,63 @@ describe('conversations over gRPC', () => {
     );
   });
 
+  it('lists the tenant its conversations newest first, a page at a time, for viewers and up', async () => {
+    const newest = await createConversation();
+    type Page = { data: Array<{ id: string; title: string; status: string }>; nextCursor: string };
+    const list = (request: object, role: Role = 'viewer', tenantId = tenant) =>
+      call<Page>('listConversations', { context: context(role, tenantId), request });
+
+    const all = await list({});
+    expect(all.nextCursor).toBe('');
+    expect(all.data[0]).toMatchObject({
+      id: newest,
+      agentId: 'helper',
+      title: 'Weather',
+      status: 'CONVERSATION_STATUS_IDLE',
+    });
+    expect(all.data.map((c) => c.id)).toContain(conversationId);
+    expect(all.data.map((c) => c.id)).toEqual([...all.data.map((c) => c.id)].sort().reverse());
+
+    const first = await list({ limit: 1 });
+    expect(first.data.map((c) => c.id)).toEqual([newest]);
+    expect(first.nextCursor).not.toBe('');
+    const second = await list({ limit: 1, cursor: first.nextCursor });
+    expect(second.data.map((c) => c.id)).toEqual([all.data[1]?.id]);
+
+    expect((await list({}, 'admin', otherTenant)).data).toEqual([]);
+    expect(await failure(list({ cursor: 'nonsense' }))).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('cursor'),
+    });
+    expect(await failure(list({}, 'operator'))).toMatchObject({ code: status.PERMISSION_DENIED });
+  });
+
+  it('lists a conversation whose creator died before indexing it, once the index consumer catches up', async () => {
+    const orphan = uuidv7();
+    const store = await MongoEventStore.connect(mongoUrl);
+    try {
+      await store.append(tenant, `conversation-${orphan}`, [
+        {
+          type: 'ConversationCreated',
+          data: { conversationId: orphan, agentId: 'helper', createdAt: new Date().toISOString() },
+          metadata: { correlationId: uniqueName('req') },
+        },
+      ]);
+    } finally {
+      await store.close();
+    }
+    await eventually(
+      async () => {
+        const page = await call<{ data: Array<{ id: string }> }>('listConversations', {
+          context: context('viewer'),
+          request: { limit: 100 },
+        });
+        expect(page.data.map((c) => c.id)).toContain(orphan);
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+  });
+
   it('refuses a call without a context or tenant with INVALID_ARGUMENT naming it', async () => {
     expect(await failure(call('getConversation', { request: { conversationId } }))).toEqual({
       code: status.INVALID_ARGUMENT,
@@ -435,10 +493,10 @@ describe('conversations over gRPC', () => {
 });
 
 describe('the agent process', () => {
-  it('stops on SIGTERM, draining its turn consumers, and exits 0', async () => {
+  it('stops on SIGTERM, draining its turn and conversation-index consumers, and exits 0', async () => {
     client.close();
     expect(await agent.kill('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
     const drained = agent.stdoutLines.find((line) => line.includes('"step":"consumers-drained"'));
-    expect(drained, agent.tail()).toMatch(/"consumers":2/);
+    expect(drained, agent.tail()).toMatch(/"consumers":3/);
   });
 });

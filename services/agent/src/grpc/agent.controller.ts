@@ -11,6 +11,7 @@ import type {
   GetAgentResponse,
   GetConversationRequest,
   ListAgentsRequest,
+  ListConversationsRequest,
   ListAgentsResponse,
   ListToolsRequest,
   ListToolsResponse,
@@ -41,6 +42,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
 import type { Observable } from 'rxjs';
 import { throwError } from 'rxjs';
+import { MAX_PAGE_SIZE } from '../conversation-index/conversation-index.js';
 import type { CallContext } from '../runtime/context.js';
 import { ConversationService } from '../runtime/conversation.service.js';
 import { TenantConfigService } from '../runtime/tenant-config.service.js';
@@ -52,6 +54,7 @@ import {
   decisionMessage,
   decisionOf,
   ifBusyOf,
+  summaryMessage,
   toolDefinitionOf,
   toolMessage,
 } from './agent.mapping.js';
@@ -114,10 +117,15 @@ export class AgentController implements AgentServiceController {
     });
   }
 
-  listConversations(): Promise<ListConversationsResponse> {
-    return Promise.reject(
-      unimplemented('ListConversations is not implemented yet: it needs a per-tenant conversation index'),
-    );
+  listConversations(request: ListConversationsRequest): Promise<ListConversationsResponse> {
+    return this.call('ListConversations', request.context, VIEWER, async (ctx) => {
+      const input = request.request;
+      // The proto caps a larger page size rather than refusing it; 0 means the default.
+      const limit = Math.min(input?.limit ?? 0, MAX_PAGE_SIZE);
+      const cursor = input?.cursor ?? '';
+      const page = await this.conversations.list(ctx.tenantId, { limit, ...(cursor ? { cursor } : {}) });
+      return { data: page.conversations.map(summaryMessage), nextCursor: page.nextCursor ?? '' };
+    });
   }
 
   sendMessage(): Observable<TurnEvent> {

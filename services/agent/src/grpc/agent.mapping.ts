@@ -4,6 +4,7 @@ import type { AgentDefinition, AgentPhases, KeyRole, ToolDefinition } from '@kee
 import type { Agent as AgentMessage, Tool as ToolMessage } from '@keel/proto/keel/agent/v1/agent';
 import type {
   Conversation as ConversationMessage,
+  ConversationSummary,
   Message,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import {
@@ -15,7 +16,7 @@ import {
   ifBusyFromJSON,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.commands.js';
-import type { ConversationView } from '../runtime/conversation.service.js';
+import type { ConversationView, ListedConversation } from '../runtime/conversation.service.js';
 import type { BuiltinToolInfo } from '../runtime/tool-catalog.js';
 
 /** `timeout_ms` of a tool when the request leaves it 0 (API.md's example value). */
@@ -40,6 +41,16 @@ const ROLE: Record<ConversationView['messages'][number]['role'], MessageRole> = 
 
 /** JSON text of a value the model or a tool produced (an unparsable model argument stays a JSON string). */
 const jsonText = (value: unknown): string => JSON.stringify(value ?? null);
+
+/** A conversation as ListConversations answers it (the index keeps no metadata). */
+export const summaryMessage = (listed: ListedConversation): ConversationSummary => ({
+  id: listed.id,
+  agentId: listed.agentId,
+  title: listed.title ?? '',
+  status: STATUS[listed.status],
+  createdAt: listed.createdAt,
+  metadata: {},
+});
 
 /** The conversation as GetConversation answers it. */
 export const conversationMessage = (view: ConversationView): ConversationMessage => ({

@@ -2,6 +2,7 @@ import type { EventBus, EventStore } from '@keel/core';
 import { CommandHandler, NotFoundError, streamName, uuidv7 } from '@keel/core';
 import type { AgentDefinition, ConversationEvent, EventError } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
 import { conversationDecider } from '../conversation/conversation.decider.js';
 import type { Conversation } from '../conversation/conversation.state.js';
@@ -27,19 +28,39 @@ export interface ConversationView {
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
 }
 
+/** A conversation of the tenant's list, with its current status. */
+export interface ListedConversation {
+  id: string;
+  agentId: string;
+  title?: string;
+  status: ConversationView['status'];
+  createdAt: string;
+}
+
+/** What the service needs besides the store, the bus and the configuration. */
+export interface ConversationServiceOptions {
+  /** The per-tenant list; `create` records into it at once (the projection would later anyway). */
+  index?: ConversationIndex;
+  /** Told when that immediate write fails (the projection still records the conversation). */
+  onIndexError?: (error: unknown, entry: { tenantId: string; conversationId: string }) => void;
+  clock?: () => string;
+}
+
 /** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
 const SNAPSHOT_EVERY = 20;
 
 /** The conversation use cases: create, send, approve or deny, cancel, read, record tool results. */
 export class ConversationService {
   readonly handler: CommandHandler<Conversation, ConversationCommand, ConversationEvent>;
+  private readonly clock: () => string;
 
   constructor(
     private readonly store: EventStore,
     private readonly bus: EventBus,
     private readonly config: TenantConfigService,
-    private readonly clock: () => string = () => new Date().toISOString(),
+    private readonly options: ConversationServiceOptions = {},
   ) {
+    this.clock = options.clock ?? (() => new Date().toISOString());
     this.handler = new CommandHandler(store, conversationDecider, {
       snapshot: { name: 'conversation-v1', every: SNAPSHOT_EVERY },
     });
@@ -58,6 +79,11 @@ export class ConversationService {
       ...(input.title ? { title: input.title } : {}),
       ...(input.metadata ? { metadata: input.metadata } : {}),
       at: this.clock(),
+    });
+    await this.index(ctx.tenantId, conversationId, {
+      agentId: input.agentId,
+      ...(input.title ? { title: input.title } : {}),
+      createdAt: result.state.createdAt,
     });
     return {
       id: conversationId,
@@ -156,6 +182,32 @@ export class ConversationService {
     };
   }
 
+  /**
+   * One page of the tenant's conversations, newest first, each with its status from the log.
+   * Without an index (a service built for a test) the list is empty.
+   */
+  async list(
+    tenantId: string,
+    page: { limit?: number; cursor?: string } = {},
+  ): Promise<{ conversations: ListedConversation[]; nextCursor?: string }> {
+    const found: ConversationPage = this.options.index
+      ? await this.options.index.list(tenantId, page)
+      : { conversations: [] };
+    const conversations = await Promise.all(
+      found.conversations.map(async (entry): Promise<ListedConversation> => {
+        const { state } = await this.handler.load(tenantId, this.stream(entry.conversationId));
+        return {
+          id: entry.conversationId,
+          agentId: entry.agentId,
+          ...(entry.title ? { title: entry.title } : {}),
+          status: state.status === 'new' ? 'idle' : state.status,
+          createdAt: entry.createdAt,
+        };
+      }),
+    );
+    return { conversations, ...(found.nextCursor ? { nextCursor: found.nextCursor } : {}) };
+  }
+
   /** Runs a command against a conversation stream with the call's metadata on every event. */
   run(ctx: CallContext, conversationId: string, command: ConversationCommand) {
     return this.handler.handle(ctx.tenantId, this.stream(conversationId), command, {
@@ -165,6 +217,21 @@ export class ConversationService {
 
   stream(conversationId: string): string {
     return streamName(CONVERSATION_CATEGORY, conversationId);
+  }
+
+  /** Best effort: a failed write is reported, not thrown; the index projection records it later. */
+  private async index(
+    tenantId: string,
+    conversationId: string,
+    entry: { agentId: string; title?: string; createdAt: string },
+  ): Promise<void> {
+    const { index, onIndexError } = this.options;
+    if (!index) return;
+    try {
+      await index.record({ tenantId, conversationId, ...entry });
+    } catch (error) {
+      onIndexError?.(error, { tenantId, conversationId });
+    }
   }
 
   private async agent(tenantId: string, agentId: string): Promise<AgentDefinition> {

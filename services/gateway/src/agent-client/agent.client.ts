@@ -25,6 +25,7 @@ export interface CallContext {
 export type AgentRpc =
   | 'createConversation'
   | 'getConversation'
+  | 'listConversations'
   | 'submitMessage'
   | 'decideApproval'
   | 'cancelTurn'

@@ -68,3 +68,39 @@ export const parseDecideApproval = (body: unknown): DecideApprovalFields => {
     reason: optionalString(object.reason, 'reason', 2000) ?? '',
   };
 };
+
+/** keel.conversations.v1.ListConversationsRequest from the query (`limit` 0: the agent's default). */
+export interface ListConversationsFields {
+  limit: number;
+  cursor: string;
+}
+
+/** One query parameter as a string; a repeated one is refused by name. */
+const queryValue = (value: unknown, field: string): string | undefined => {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return fail(field, `${field} must be given once`);
+  return value;
+};
+
+/** Largest page of `GET /v1/conversations`. */
+export const MAX_LIST_LIMIT = 100;
+
+/** Checks `?limit=` (1–100, default the agent's) and `?cursor=` (a previous page's `nextCursor`). */
+export const parseListConversations = (query: {
+  limit?: unknown;
+  cursor?: unknown;
+}): ListConversationsFields => {
+  const limitText = queryValue(query.limit, 'limit');
+  const cursor = queryValue(query.cursor, 'cursor') ?? '';
+  let limit = 0;
+  if (limitText !== undefined) {
+    limit = /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN;
+    if (!(limit >= 1 && limit <= MAX_LIST_LIMIT)) {
+      fail('limit', `limit must be an integer from 1 to ${MAX_LIST_LIMIT}`);
+    }
+  }
+  if (cursor.length > 200 || !/^[A-Za-z0-9_-]*$/.test(cursor)) {
+    fail('cursor', 'cursor is not a cursor this list returned');
+  }
+  return { limit, cursor };
+};

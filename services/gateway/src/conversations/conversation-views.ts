@@ -30,7 +30,23 @@ export interface ConversationMessage {
 export interface ConversationSummaryMessage {
   id: string;
   agentId: string;
+  title?: string;
   status: string;
+  createdAt: string;
+}
+
+/** The proto ListConversationsResponse. */
+export interface ConversationListMessage {
+  data?: ConversationSummaryMessage[];
+  nextCursor?: string;
+}
+
+/** One conversation of `GET /v1/conversations`. */
+export interface ConversationListItem {
+  id: string;
+  agentId: string;
+  title?: string;
+  status?: string;
   createdAt: string;
 }
 
@@ -77,6 +93,22 @@ export const summaryView = (summary: ConversationSummaryMessage) => ({
   agentId: summary.agentId,
   status: wordOf(summary.status, 'CONVERSATION_STATUS_'),
   createdAt: summary.createdAt,
+});
+
+/** `GET /v1/conversations`'s body: a page, newest first; `nextCursor` null on the last page. */
+export const conversationListView = (
+  list: ConversationListMessage,
+): { data: ConversationListItem[]; nextCursor: string | null } => ({
+  data: (list.data ?? []).map((summary) => ({
+    id: summary.id,
+    agentId: summary.agentId,
+    ...(summary.title ? { title: summary.title } : {}),
+    ...(summary.status && summary.status !== 'CONVERSATION_STATUS_UNSPECIFIED'
+      ? { status: wordOf(summary.status, 'CONVERSATION_STATUS_') }
+      : {}),
+    createdAt: summary.createdAt,
+  })),
+  nextCursor: list.nextCursor ? list.nextCursor : null,
 });
 
 /** The conversation state with statuses and roles as the API's lowercase words and args as JSON. */

@@ -1,7 +1,12 @@
 import { ValidationError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
-import { parseCreateConversation, parseDecideApproval, parseSendMessage } from './conversation-requests.js';
-import { conversationView } from './conversation-views.js';
+import {
+  parseCreateConversation,
+  parseDecideApproval,
+  parseListConversations,
+  parseSendMessage,
+} from './conversation-requests.js';
+import { conversationListView, conversationView } from './conversation-views.js';
 
 describe('conversation bodies and views', () => {
   it('maps the proto conversation to the API shape: lowercase words, args as JSON', () => {
@@ -66,5 +71,45 @@ describe('conversation bodies and views', () => {
     expect(() => parseDecideApproval({ decision: 'maybe' })).toThrow(ValidationError);
     expect(() => parseCreateConversation({ agentId: 'a', metadata: { n: 1 } })).toThrow(/^metadata\.n /);
     expect(() => parseCreateConversation({ agent: 'a' })).toThrow(/^agent: unknown field/);
+  });
+
+  it('maps a page of the list: lowercase status, no empty title, nextCursor null on the last page', () => {
+    const item = {
+      id: 'c2',
+      agentId: 'support',
+      title: '',
+      status: 'CONVERSATION_STATUS_RUNNING',
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+    expect(conversationListView({ data: [{ ...item, title: 'Refund' }], nextCursor: 'abc' })).toEqual({
+      data: [{ id: 'c2', agentId: 'support', title: 'Refund', status: 'running', createdAt: item.createdAt }],
+      nextCursor: 'abc',
+    });
+    expect(conversationListView({ data: [item], nextCursor: '' })).toEqual({
+      data: [{ id: 'c2', agentId: 'support', status: 'running', createdAt: item.createdAt }],
+      nextCursor: null,
+    });
+    expect(conversationListView({})).toEqual({ data: [], nextCursor: null });
+  });
+
+  it('reads ?limit= (1–100; absent: the default) and ?cursor=, refusing bad ones by name', () => {
+    expect(parseListConversations({})).toEqual({ limit: 0, cursor: '' });
+    expect(parseListConversations({ limit: '100', cursor: 'AbC-_9' })).toEqual({
+      limit: 100,
+      cursor: 'AbC-_9',
+    });
+    for (const limit of ['0', '101', '-1', '1.5', 'ten', '', ['1', '2']]) {
+      const error = (() => {
+        try {
+          return parseListConversations({ limit });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error, String(limit)).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ details: { field: 'limit' } });
+    }
+    expect(() => parseListConversations({ cursor: 'no spaces' })).toThrow(/^cursor/);
+    expect(() => parseListConversations({ cursor: ['a', 'b'] })).toThrow(/^cursor/);
   });
 });

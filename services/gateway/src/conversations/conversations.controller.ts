@@ -8,18 +8,26 @@ import {
   NotAcceptableException,
   Param,
   Post,
+  Query,
 } from '@nestjs/common';
 import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
-import { parseCreateConversation, parseDecideApproval, parseSendMessage } from './conversation-requests.js';
+import {
+  parseCreateConversation,
+  parseDecideApproval,
+  parseListConversations,
+  parseSendMessage,
+} from './conversation-requests.js';
 import type {
+  ConversationListItem,
+  ConversationListMessage,
   ConversationMessage,
   ConversationSummaryMessage,
   ConversationView,
 } from './conversation-views.js';
-import { conversationView, summaryView, wordOf } from './conversation-views.js';
+import { conversationListView, conversationView, summaryView, wordOf } from './conversation-views.js';
 
 /** What a streaming send is told until the turn stream is served on this route. */
 export const STREAM_NOT_HERE =
@@ -28,7 +36,7 @@ export const STREAM_NOT_HERE =
 
 /**
  * The conversation routes of API.md (editor writes, viewer reads), each one call of the agent
- * service. `GET /v1/conversations` (the list) is not routed: the agent answers it UNIMPLEMENTED.
+ * service.
  */
 @Controller('v1/conversations')
 export class ConversationsController {
@@ -46,6 +54,24 @@ export class ConversationsController {
       { request },
     );
     return summaryView(response.conversation);
+  }
+
+  /** `GET /v1/conversations?limit=&cursor=` → 200 `{ data, nextCursor }`, newest first; bad limit or cursor: 400. */
+  @Get()
+  @Roles('viewer')
+  async list(
+    @Query('limit') limit: unknown,
+    @Query('cursor') cursor: unknown,
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+  ): Promise<{ data: ConversationListItem[]; nextCursor: string | null }> {
+    const request = parseListConversations({ limit, cursor });
+    const response = await this.agent.call<ConversationListMessage>(
+      'listConversations',
+      callContextOf(caller, requestId),
+      { request },
+    );
+    return conversationListView(response);
   }
 
   /** `GET /v1/conversations/{id}` → the state rebuilt from the event log; another tenant's: 404. */
