@@ -260,12 +260,15 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
         let writing = true;
         const reader = (async () => {
           let after = 0;
-          while (writing || after < Number.MAX_SAFE_INTEGER) {
-            // Writers on both instances: each sequencer places its own, and finds the other's.
-            await (seen.length % 2 ? second : store).sequence({ discover: !writing });
+          for (;;) {
+            // Decided before sequencing: once the writers are done, both sequencers look for every
+            // unplaced commit, so a read that finds nothing new really is the end of the log.
+            const writersDone = !writing;
+            await (seen.length % 2 ? second : store).sequence({ discover: writersDone });
+            if (writersDone) await (seen.length % 2 ? store : second).sequence({ discover: true });
             const page = await store.readAll({ after, limit: 40, scope: 'all-tenants' });
             seen.push(...page.events);
-            if (!writing && page.lastPosition === after) break;
+            if (writersDone && page.lastPosition === after) break;
             after = page.lastPosition;
           }
         })();
