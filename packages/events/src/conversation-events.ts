@@ -13,6 +13,16 @@ export interface ToolCallRequest {
 /** Why a turn ended normally: the model answered (`stop`) or the step budget ran out. */
 export type FinishReason = 'stop' | 'max_steps';
 
+/** Tokens and cost of one model call; `costUsd` is null when the model's price is unknown. */
+export interface ModelUsage {
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number | null;
+}
+
 /** A typed error carried by failed turns and tool results. */
 export interface EventError {
   code: string;
@@ -74,19 +84,7 @@ export type AssistantMessageCompleted = EventData<
 >;
 
 /** Tokens of one model call (API `usage`). `costUsd` is null when the model's price is unknown. */
-export type UsageRecorded = EventData<
-  'UsageRecorded',
-  {
-    turnId: string;
-    step: number;
-    model: string;
-    promptTokens: number;
-    completionTokens: number;
-    cacheReadTokens: number;
-    cacheWriteTokens: number;
-    costUsd: number | null;
-  }
->;
+export type UsageRecorded = EventData<'UsageRecorded', { turnId: string; step: number } & ModelUsage>;
 
 /** A tool call passed the guard and goes to the tools service (API `tool.call`). */
 export type ToolCallRequested = EventData<

@@ -1,4 +1,4 @@
-import type { ActorRole, AgentSnapshot, EventError } from '@keel/events';
+import type { ActorRole, AgentSnapshot, EventError, ModelUsage } from '@keel/events';
 
 /** What to do with a message that arrives while a turn runs (API `ifBusy`). */
 export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
@@ -36,14 +36,7 @@ export type ConversationCommand =
       messageId: string;
       text: string;
       toolCalls: Array<{ toolCallId: string; name: string; args: unknown; verdict: ToolCallVerdict }>;
-      usage: {
-        model: string;
-        promptTokens: number;
-        completionTokens: number;
-        cacheReadTokens: number;
-        cacheWriteTokens: number;
-        costUsd: number | null;
-      };
+      usage: ModelUsage;
       /** Approval ids for the calls that need one, by tool call id (ids come from outside: deciders are pure). */
       approvalIds: Record<string, string>;
       at: string;
