@@ -4,3 +4,4 @@ export * from './event-store/index.js';
 export * from './bus/index.js';
 export * from './decider/index.js';
 export * from './outbox/index.js';
+export * from './rate-limit/index.js';

@@ -8,3 +8,5 @@ export {
   eventSubject,
   filterSubject,
 } from './subjects.js';
+export { DEFAULT_RATE_LIMIT_BUCKET, NatsRateLimiter } from './nats-rate-limiter.js';
+export type { NatsRateLimiterOptions } from './nats-rate-limiter.js';
