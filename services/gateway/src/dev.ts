@@ -14,6 +14,7 @@ import {
   SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
+import { announceDevMode, ensureDevOperatorKey } from './dev/dev-start.js';
 import { GatewayModule } from './gateway.module.js';
 import { createGatewayHttpAdapter } from './http/http-adapter.js';
 
@@ -32,6 +33,9 @@ const configFor = (service: ServiceName) =>
 // One master key for the whole process: the agent seals secrets that the tools service opens.
 // Without KEEL_MASTER_KEY the dev mode makes one up, so sealed secrets do not survive a restart.
 process.env.KEEL_MASTER_KEY ??= SecretBox.generateKey();
+// Without KEEL_OPERATOR_KEY the dev mode makes one up too, and prints it with the dev tenant's key.
+const startedAt = Date.now() - process.uptime() * 1000;
+const operatorKeyMadeUp = ensureDevOperatorKey();
 
 const gatewayConfig = configFor('gateway');
 const logger = createLogger('dev', { level: gatewayConfig.logLevel });
@@ -77,3 +81,5 @@ logger.info(
   },
   `dev mode ready: ${url} (try ${url}/healthz, ${url}/readyz, ${url}/metrics)`,
 );
+// The dev tenant, its admin key and the demo agent (found again on a persisted store), then the banner.
+await announceDevMode({ running, infrastructure, logger, startedAt, operatorKeyMadeUp });

@@ -65,6 +65,25 @@ describe('the demo model through createModelStep', () => {
     expect(spaced.output.toolCalls[0]?.args).toEqual({ expression: '(17.5 + 2) * 3' });
   });
 
+  it('calls a bound tool named with a JSON object, and only a bound one with valid JSON', async () => {
+    const refund: PromptTool = {
+      name: 'refund',
+      description: 'Refunds an order',
+      inputSchema: { type: 'object' },
+    };
+    const named = await ask([{ role: 'user', content: 'please refund {"order": "A-1", "amount": 20}' }], {
+      tools: [currentTime, calculator, refund],
+    });
+    expect(named.output.toolCalls).toEqual([
+      { toolCallId: expect.any(String), name: 'refund', args: { order: 'A-1', amount: 20 } },
+    ]);
+
+    const unbound = await ask([{ role: 'user', content: 'refund {"order": "A-1"}' }]);
+    expect(unbound.output.toolCalls).toEqual([]);
+    const notJson = await ask([{ role: 'user', content: 'refund {order A-1}' }], { tools: [refund] });
+    expect(notJson.output.text).toBe('[demo] You said: refund {order A-1}');
+  });
+
   it('answers with the tool result once the tool has run', async () => {
     const { output, deltas } = await ask([
       { role: 'user', content: 'what is 2+3*4' },

@@ -36,9 +36,10 @@ const BINARY_OPERATION = /[\d.)]\s*(\*\*|[-+*/%^])\s*[-+(]*\s*[\d.]/;
 const MAX_TOOL_RESULT_CHARS = 500;
 
 /**
- * The demo model's deterministic answer. After tool results it reports them; a question about the
- * time calls `current_time`, an arithmetic expression calls `calculator` (when bound); anything
- * else is echoed.
+ * The demo model's deterministic answer. After tool results it reports them; a bound tool's name
+ * followed by a JSON object (`refund {"order": "A-1"}`) calls that tool with it; a question about
+ * the time calls `current_time`, an arithmetic expression calls `calculator` (when bound);
+ * anything else is echoed.
  */
 export const demoReply = (messages: DemoMessage[], tools: string[]): DemoReply => {
   const toolResults = trailingToolResults(messages);
@@ -47,6 +48,8 @@ export const demoReply = (messages: DemoMessage[], tools: string[]): DemoReply =
     return { kind: 'text', text: `${DEMO_PREFIX}${sentences.join(' ')}` };
   }
   const said = messages.findLast((m) => m.role === 'user')?.text.trim() ?? '';
+  const named = namedToolCall(said, tools);
+  if (named !== undefined) return named;
   if (tools.includes('current_time') && TIME_QUESTION.test(said)) {
     const timezone = zoneIn(said);
     return { kind: 'tool_call', name: 'current_time', args: timezone === undefined ? {} : { timezone } };
@@ -68,6 +71,23 @@ const trailingToolResults = (messages: DemoMessage[]): Array<{ name: string; tex
     name: message.name || calls.get(message.toolCallId ?? '') || 'the tool',
     text: message.text,
   }));
+};
+
+/** `<tool> {json object}` in the user's text, for a bound tool: the demo's way to call any tool. */
+const namedToolCall = (text: string, tools: string[]): DemoReply | undefined => {
+  for (const name of tools) {
+    const at = new RegExp(`(?:^|[^\\w-])${name.replace(/[-]/g, '\\-')}\\s*(\\{.*\\})`, 's').exec(text);
+    if (at?.[1] === undefined) continue;
+    try {
+      const args: unknown = JSON.parse(at[1]);
+      if (typeof args === 'object' && args !== null && !Array.isArray(args)) {
+        return { kind: 'tool_call', name, args: args as Record<string, unknown> };
+      }
+    } catch {
+      // Not JSON: not a call.
+    }
+  }
+  return undefined;
 };
 
 const zoneIn = (text: string): string | undefined => {

@@ -1,0 +1,54 @@
+import type { DevKey } from './dev-key.js';
+import type { DevSetup } from './dev-setup.js';
+
+/** What the dev mode prints once it is ready. */
+export interface DevBannerInput {
+  url: string;
+  store: string;
+  bus: string;
+  readyMs: number;
+  operatorKey: string;
+  operatorKeyMadeUp: boolean;
+  devKey: DevKey;
+  setup: DevSetup;
+  modelReason: string;
+}
+
+const KEY_NOTES: Record<DevKey['origin'], string> = {
+  KEEL_DEV_KEY: 'pinned by KEEL_DEV_KEY',
+  file: 'saved in .keel/dev-key: the same on every start on this store',
+  'new-file': 'new, saved in .keel/dev-key: the same on every start on this store',
+  ephemeral:
+    'new on each start: the in-memory store forgets the tenant at exit (set KEEL_DEV_KEY to pin one)',
+};
+
+/**
+ * The human part of the dev mode's output: where it listens, the keys, and a copy-paste `curl` that
+ * streams a turn. The JSON log lines stay on stdout; this goes to stderr.
+ */
+export const devBanner = (input: DevBannerInput): string => {
+  const { url, setup } = input;
+  const exports = `export KEEL_URL=${url} KEEL_KEY=${input.devKey.key} KEEL_OPERATOR_KEY=${input.operatorKey}`;
+  const curl = [
+    `CONV=$(curl -s "$KEEL_URL/v1/conversations" -H "Authorization: Bearer $KEEL_KEY" \\`,
+    `  -H 'Content-Type: application/json' -d '{"agentId":"${setup.agentId}"}' | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
+    `curl -N "$KEEL_URL/v1/conversations/$CONV/messages" -H "Authorization: Bearer $KEEL_KEY" \\`,
+    `  -H 'Content-Type: application/json' -H 'Accept: text/event-stream' -d '{"content":"What is 6*7?"}'`,
+  ];
+  return [
+    '',
+    `Keel dev mode ready in ${(input.readyMs / 1000).toFixed(1)} s (store: ${input.store}, bus: ${input.bus})`,
+    `  base URL      ${url}`,
+    `  operator key  ${input.operatorKey}${input.operatorKeyMadeUp ? '  (KEEL_OPERATOR_KEY unset: made up for this run)' : ''}`,
+    `  dev tenant    ${setup.tenantId}, admin key ${input.devKey.key}`,
+    `                (${KEY_NOTES[input.devKey.origin]})`,
+    `  demo agent    "${setup.agentId}" on ${setup.model} (${input.modelReason})`,
+    '',
+    'In another shell:',
+    `  ${exports}`,
+    ...curl.map((line) => `  ${line}`),
+    '',
+    'Ctrl-C stops it.',
+    '',
+  ].join('\n');
+};

@@ -1,0 +1,65 @@
+import type { Infrastructure, KeelLogger, RunningService } from '@keel/runtime';
+import { AgentClient } from '../agent-client/agent.client.js';
+import { generateApiKey } from '../tenants/api-keys.js';
+import { devBanner } from './dev-banner.js';
+import { resolveDevKey } from './dev-key.js';
+import { devModelFrom } from './dev-model.js';
+import { ensureDevSetup } from './dev-setup.js';
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Gives the dev mode an operator key when `KEEL_OPERATOR_KEY` is unset (a random one, printed in
+ * the banner), before the gateway reads it. Returns whether it made one up.
+ */
+export const ensureDevOperatorKey = (env: Env = process.env): boolean => {
+  if (env.KEEL_OPERATOR_KEY?.trim()) return false;
+  env.KEEL_OPERATOR_KEY = generateApiKey().replace(/^keel_/, 'keel_op_');
+  return true;
+};
+
+/**
+ * The dev mode's first-start work once every service serves: the dev tenant, its admin key and
+ * the demo agent (found again on a persisted store), then the banner on stderr.
+ */
+export async function announceDevMode(options: {
+  running: readonly RunningService[];
+  infrastructure: Infrastructure;
+  logger: KeelLogger;
+  startedAt: number;
+  operatorKeyMadeUp: boolean;
+  env?: Env;
+}): Promise<void> {
+  const env = options.env ?? process.env;
+  const { running, infrastructure, logger } = options;
+  const gateway = running.find((service) => service.service === 'gateway');
+  const agentService = running.find((service) => service.service === 'agent');
+  if (!gateway?.httpUrl || !agentService)
+    throw new Error('dev mode: the gateway and the agent must be running');
+  const persisted = infrastructure.kinds.store !== 'memory';
+  const devKey = await resolveDevKey({ pinned: env.KEEL_DEV_KEY?.trim() || undefined, persisted });
+  const { model, reason } = devModelFrom(env);
+  const agent = new AgentClient(agentService.grpcAddress);
+  try {
+    const setup = await ensureDevSetup({ store: infrastructure.store, agent, key: devKey.key, model });
+    logger.info(
+      { tenantId: setup.tenantId, keyId: setup.keyId, agentId: setup.agentId, model, created: setup.created },
+      'dev tenant ready',
+    );
+    process.stderr.write(
+      devBanner({
+        url: gateway.httpUrl,
+        store: infrastructure.kinds.store,
+        bus: infrastructure.kinds.bus,
+        readyMs: Date.now() - options.startedAt,
+        operatorKey: env.KEEL_OPERATOR_KEY ?? '',
+        operatorKeyMadeUp: options.operatorKeyMadeUp,
+        devKey,
+        setup,
+        modelReason: reason,
+      }),
+    );
+  } finally {
+    agent.onModuleDestroy();
+  }
+}
