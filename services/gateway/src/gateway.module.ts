@@ -1,5 +1,5 @@
-import type { KeelLogger } from '@keel/runtime';
-import { KEEL_LOGGER } from '@keel/runtime';
+import type { KeelConfig, KeelLogger } from '@keel/runtime';
+import { KEEL_CONFIG, KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js';
@@ -9,8 +9,11 @@ import { ConfigController } from './config/config.controller.js';
 import { ConversationsController } from './conversations/conversations.controller.js';
 import { HealthController } from './health/health.controller.js';
 import { ProblemFilter } from './http/problem.filter.js';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
+import { RATE_LIMITER, RateLimitService, createRateLimiter } from './rate-limit/rate-limit.service.js';
 import { EventsFeedController } from './stream/events-feed.controller.js';
 import { EventsFeedService, FEED_SETTINGS, feedSettingsFromEnv } from './stream/events-feed.service.js';
+import { TurnStreamService } from './stream/turn-stream.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
 import { TenantRegistryService } from './tenants/tenant-registry.service.js';
 import { TenantsController } from './tenants/tenants.controller.js';
@@ -27,6 +30,14 @@ import { TenantsController } from './tenants/tenants.controller.js';
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_GUARD, useClass: AuthGuard },
+    // After the AuthGuard (guards run in this order): it counts the authenticated key.
+    { provide: APP_GUARD, useClass: RateLimitGuard },
+    {
+      provide: RATE_LIMITER,
+      inject: [KEEL_CONFIG, KEEL_LOGGER],
+      useFactory: (config: KeelConfig, logger: KeelLogger) => createRateLimiter(config, logger),
+    },
+    RateLimitService,
     {
       provide: OPERATOR_KEY,
       inject: [KEEL_LOGGER],
@@ -41,6 +52,7 @@ import { TenantsController } from './tenants/tenants.controller.js';
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
     EventsFeedService,
+    TurnStreamService,
   ],
 })
 export class GatewayModule {}

@@ -140,11 +140,11 @@ export class AgentController implements AgentServiceController {
     return this.call('SubmitMessage', request.context, EDITOR, async (ctx) => {
       const input = request.request;
       const conversationId = required(input?.conversationId, 'request.conversationId');
-      const { turnId } = await this.conversations.send(ctx, conversationId, {
+      const { turnId, version } = await this.conversations.send(ctx, conversationId, {
         content: input?.content ?? '',
         ifBusy: ifBusyOf(input?.ifBusy),
       });
-      return { turnId };
+      return { turnId, version };
     });
   }
 

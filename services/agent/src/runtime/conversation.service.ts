@@ -2,6 +2,7 @@ import type { EventBus, EventStore } from '@keel/core';
 import { CommandHandler, NotFoundError, streamName, uuidv7 } from '@keel/core';
 import type { AgentDefinition, ConversationEvent, EventError } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { TurnBudgets } from '../budget/turn-budgets.js';
 import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
 import { conversationDecider } from '../conversation/conversation.decider.js';
@@ -44,6 +45,8 @@ export interface ConversationServiceOptions {
   /** Told when that immediate write fails (the projection still records the conversation). */
   onIndexError?: (error: unknown, entry: { tenantId: string; conversationId: string }) => void;
   clock?: () => string;
+  /** The tenants' monthly budgets: a new turn is admitted only within its tenant's budget. */
+  budgets?: TurnBudgets;
 }
 
 /** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
@@ -93,13 +96,16 @@ export class ConversationService {
     };
   }
 
-  /** Adds a user message; returns the turn it started or queued. */
+  /**
+   * Adds a user message; returns the turn it started or queued, and the conversation's version
+   * just before the message (every event of the turn comes after it).
+   */
   async send(ctx: CallContext, conversationId: string, input: { content: string; ifBusy?: IfBusy }) {
     const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
     if (state.status === 'new') throw new NotFoundError('conversation not found');
     const agent = await this.agent(ctx.tenantId, state.agentId);
     const turnId = uuidv7();
-    await this.run(ctx, conversationId, {
+    const submitted = await this.admitted(ctx, conversationId, state, {
       type: 'SubmitMessage',
       turnId,
       messageId: uuidv7(),
@@ -115,7 +121,7 @@ export class ConversationService {
       by: ctx.userId,
       at: this.clock(),
     });
-    return { turnId };
+    return { turnId, version: submitted.version - submitted.events.length };
   }
 
   async decideApproval(
@@ -217,6 +223,33 @@ export class ConversationService {
 
   stream(conversationId: string): string {
     return streamName(CONVERSATION_CATEGORY, conversationId);
+  }
+
+  /**
+   * Submits a message within the tenant's budget. Bad input and a busy conversation (`ifBusy:
+   * reject`) are refused by the decider before anything is reserved; the turn is then reserved,
+   * and a submit that still fails (a race with another message) releases its reservation. The
+   * reservation comes first so a refusal writes nothing to the conversation.
+   */
+  private async admitted(
+    ctx: CallContext,
+    conversationId: string,
+    state: Conversation,
+    command: Extract<ConversationCommand, { type: 'SubmitMessage' }>,
+  ) {
+    const budgets = this.options.budgets;
+    if (!budgets) return this.run(ctx, conversationId, command);
+    conversationDecider.decide(command, state);
+    return budgets.admit(
+      {
+        tenantId: ctx.tenantId,
+        conversationId,
+        turnId: command.turnId,
+        at: command.at,
+        metadata: eventMetadata(ctx),
+      },
+      () => this.run(ctx, conversationId, command),
+    );
   }
 
   /** Best effort: a failed write is reported, not thrown; the index projection records it later. */

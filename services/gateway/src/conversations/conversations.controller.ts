@@ -1,19 +1,12 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  Inject,
-  NotAcceptableException,
-  Param,
-  Post,
-  Query,
-} from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
+import { REQUEST_ID_HEADER } from '../http/request-id.js';
+import { EventsFeedService } from '../stream/events-feed.service.js';
+import { TurnStreamService } from '../stream/turn-stream.js';
 import {
   parseCreateConversation,
   parseDecideApproval,
@@ -29,10 +22,22 @@ import type {
 } from './conversation-views.js';
 import { conversationListView, conversationView, summaryView, wordOf } from './conversation-views.js';
 
-/** What a streaming send is told until the turn stream is served on this route. */
-export const STREAM_NOT_HERE =
-  'streaming a turn from POST .../messages is not served yet: send without Accept: text/event-stream ' +
-  '(202 { turnId }) and follow the turn on the events feed GET /v1/conversations/{id}/events';
+/** The part of Fastify's request the turn stream reads. */
+interface StreamRequest {
+  id: string;
+  raw: IncomingMessage;
+}
+
+/** The part of Fastify's reply the send route answers with, or takes over for the stream. */
+interface StreamReply {
+  code(status: number): { send(body: unknown): unknown };
+  hijack(): unknown;
+  raw: ServerResponse;
+}
+
+/** Whether the client asked for the turn stream (`Accept: text/event-stream`). */
+const acceptsEventStream = (accept: string | string[] | undefined): boolean =>
+  [accept ?? []].flat().some((value) => value.toLowerCase().includes('text/event-stream'));
 
 /**
  * The conversation routes of API.md (editor writes, viewer reads), each one call of the agent
@@ -40,7 +45,11 @@ export const STREAM_NOT_HERE =
  */
 @Controller('v1/conversations')
 export class ConversationsController {
-  constructor(@Inject(AgentClient) private readonly agent: AgentClient) {}
+  constructor(
+    @Inject(AgentClient) private readonly agent: AgentClient,
+    @Inject(TurnStreamService) private readonly turns: TurnStreamService,
+    @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
+  ) {}
 
   /** `POST /v1/conversations` `{ agentId, title?, metadata? }` → 201 `{ id, agentId, status, createdAt }`. */
   @Post()
@@ -90,28 +99,38 @@ export class ConversationsController {
     return conversationView(response.conversation);
   }
 
-  /** `POST /v1/conversations/{id}/messages` `{ content, ifBusy? }` → 202 `{ turnId }`; busy: 409. */
+  /**
+   * `POST /v1/conversations/{id}/messages` `{ content, ifBusy? }`: with `Accept: text/event-stream`
+   * the turn's frames as SSE until it ends (a client leaving stops the reading, never the turn);
+   * otherwise 202 `{ turnId }`. Bad body, unknown conversation, busy (409), over budget (402):
+   * problem+json before any frame.
+   */
   @Post(':id/messages')
-  @HttpCode(202)
   @Roles('editor')
   async send(
     @Param('id') conversationId: string,
     @Body() body: unknown,
-    @Headers('accept') accept: string | undefined,
     @Caller() caller: Principal,
-    @RequestId() requestId: string,
-  ): Promise<{ turnId: string }> {
-    if (accept?.toLowerCase().includes('text/event-stream'))
-      throw new NotAcceptableException(STREAM_NOT_HERE);
+    @Req() request: StreamRequest,
+    @Res() reply: StreamReply,
+  ): Promise<void> {
     const fields = parseSendMessage(body);
-    const response = await this.agent.call<{ turnId: string }>(
-      'submitMessage',
-      callContextOf(caller, requestId),
-      {
-        request: { conversationId, ...fields },
-      },
+    const context = callContextOf(caller, request.id);
+    if (!acceptsEventStream(request.raw.headers.accept)) {
+      const { turnId } = await this.turns.submit(context, { conversationId, ...fields });
+      reply.code(202).send({ turnId });
+      return;
+    }
+    const closed = new AbortController();
+    const turn = await this.turns.sendAndStream(context, { conversationId, ...fields }, closed.signal);
+    reply.hijack();
+    void this.feeds.serve(
+      reply.raw,
+      { [REQUEST_ID_HEADER]: request.id },
+      () => turn.frames,
+      { tenantId: context.tenantId, conversationId, turnId: turn.turnId },
+      closed,
     );
-    return { turnId: response.turnId };
   }
 
   /** `POST /v1/conversations/{id}/approvals/{approvalId}` `{ decision, reason? }` → 200; decided: 409; unknown: 404. */

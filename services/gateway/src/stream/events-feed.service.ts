@@ -5,8 +5,10 @@ import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { BeforeApplicationShutdown } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
-import type { FeedSettings } from './feed-connection.js';
+import type { FeedSettings, FrameSource } from './feed-connection.js';
 import { FeedConnection } from './feed-connection.js';
+import type { FeedSources, FeedTarget } from './feed-reader.js';
+import { readFeed } from './feed-reader.js';
 
 /** Nest token of the feed's tunables. */
 export const FEED_SETTINGS = Symbol.for('keel.gateway.feed-settings');
@@ -23,7 +25,7 @@ export const feedSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env): FeedS
   maxBufferedBytes: positive(env.KEEL_SSE_MAX_BUFFERED_BYTES, 1024 * 1024),
 });
 
-/** Opens events feeds and closes those still open when the gateway shuts down. */
+/** Opens SSE streams (events feeds, turn streams) and closes those still open when the gateway shuts down. */
 @Injectable()
 export class EventsFeedService implements BeforeApplicationShutdown {
   private readonly open = new Set<FeedConnection>();
@@ -52,19 +54,31 @@ export class EventsFeedService implements BeforeApplicationShutdown {
     return stream;
   }
 
+  /** Where feeds read: this process's store and ephemeral channel, at the configured poll interval. */
+  sources(): FeedSources {
+    return { store: this.infra.store, ephemeral: this.infra.bus.ephemeral, pollMs: this.settings.pollMs };
+  }
+
   /** Streams the feed on `raw` until the client leaves or the gateway stops. */
-  async stream(
+  stream(raw: ServerResponse, headers: Record<string, string>, target: FeedTarget): Promise<void> {
+    return this.serve(raw, headers, (signal) => readFeed(this.sources(), target, signal), {
+      tenantId: target.tenantId,
+      conversationId: target.conversationId,
+    });
+  }
+
+  /**
+   * Streams `source` as SSE on `raw` until it ends, the client leaves or the gateway stops;
+   * `closed` (if given) is aborted then, whoever stopped it.
+   */
+  async serve(
     raw: ServerResponse,
     headers: Record<string, string>,
-    target: { tenantId: string; conversationId: string; streamName: string; after: number },
+    source: FrameSource,
+    logContext: Record<string, string>,
+    closed?: AbortController,
   ): Promise<void> {
-    const connection = new FeedConnection(
-      target,
-      this.infra.store,
-      this.infra.bus.ephemeral,
-      this.settings,
-      this.logger,
-    );
+    const connection = new FeedConnection(source, this.settings, this.logger, logContext, closed);
     this.open.add(connection);
     try {
       await connection.run(raw, headers);
@@ -73,7 +87,7 @@ export class EventsFeedService implements BeforeApplicationShutdown {
     }
   }
 
-  /** Ends every open feed, so the HTTP server can close (clients resume from the log). */
+  /** Ends every open stream, so the HTTP server can close (clients resume from the log). */
   beforeApplicationShutdown(): void {
     for (const connection of this.open) connection.stop();
   }

@@ -6,6 +6,7 @@ import { createLogger } from '@keel/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FeedSettings } from './feed-connection.js';
 import { FeedConnection } from './feed-connection.js';
+import { readFeed } from './feed-reader.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const tenantId = 't1';
@@ -79,13 +80,12 @@ describe('FeedConnection', () => {
   let running: Promise<void> | undefined;
 
   const start = (after = 0) => {
-    const connection = new FeedConnection(
-      { tenantId, conversationId, streamName, after },
-      store,
-      channel,
-      settings,
-      silent,
-    );
+    const sources = { store, ephemeral: channel, pollMs: settings.pollMs };
+    const target = { tenantId, conversationId, streamName, after };
+    const connection = new FeedConnection((signal) => readFeed(sources, target, signal), settings, silent, {
+      tenantId,
+      conversationId,
+    });
     running = connection.run(response as unknown as ServerResponse, { 'x-request-id': 'r1' });
     return connection;
   };

@@ -111,6 +111,11 @@ export interface CancelTurnRequest {
 export interface SubmitMessageResponse {
   /** The turn the message started or queued. */
   turnId: string;
+  /**
+   * The conversation's version just before the message was recorded: every event of the turn
+   * has a greater version, so a reader of the log from here finds all of it (the turn stream).
+   */
+  version: number;
 }
 
 /**
@@ -935,13 +940,16 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
 };
 
 function createBaseSubmitMessageResponse(): SubmitMessageResponse {
-  return { turnId: "" };
+  return { turnId: "", version: 0 };
 }
 
 export const SubmitMessageResponse: MessageFns<SubmitMessageResponse> = {
   encode(message: SubmitMessageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.turnId !== "") {
       writer.uint32(10).string(message.turnId);
+    }
+    if (message.version !== 0) {
+      writer.uint32(16).uint64(message.version);
     }
     return writer;
   },
@@ -967,6 +975,14 @@ export const SubmitMessageResponse: MessageFns<SubmitMessageResponse> = {
             message.turnId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.version = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -986,6 +1002,7 @@ export const SubmitMessageResponse: MessageFns<SubmitMessageResponse> = {
         : isSet(object.turn_id)
         ? globalThis.String(object.turn_id)
         : "",
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
     };
   },
 
@@ -993,6 +1010,9 @@ export const SubmitMessageResponse: MessageFns<SubmitMessageResponse> = {
     const obj: any = {};
     if (message.turnId !== "") {
       obj.turnId = message.turnId;
+    }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
     }
     return obj;
   },
@@ -1003,6 +1023,7 @@ export const SubmitMessageResponse: MessageFns<SubmitMessageResponse> = {
   fromPartial<I extends Exact<DeepPartial<SubmitMessageResponse>, I>>(object: I): SubmitMessageResponse {
     const message = createBaseSubmitMessageResponse();
     message.turnId = object.turnId ?? "";
+    message.version = object.version ?? 0;
     return message;
   },
 };
@@ -2822,6 +2843,17 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

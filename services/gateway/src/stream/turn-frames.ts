@@ -1,0 +1,34 @@
+import type { FeedFrame } from './feed-frames.js';
+
+/** The events that end a turn. */
+export const TERMINAL_EVENTS: ReadonlySet<string> = new Set([
+  'turn.completed',
+  'turn.failed',
+  'turn.cancelled',
+]);
+
+const field = (data: unknown, name: 'turnId' | 'approvalId'): unknown =>
+  typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[name] : undefined;
+
+/**
+ * The frames of one turn out of a conversation's feed, ending after its terminal event
+ * (`turn.completed`, `turn.failed`, `turn.cancelled`). Frames of other turns are left out;
+ * `approval.decided` names no turn, so it belongs to the turn whose `approval.required` carried
+ * the same approval id.
+ */
+export async function* turnFrames(
+  frames: AsyncIterable<FeedFrame>,
+  turnId: string,
+): AsyncGenerator<FeedFrame> {
+  const approvals = new Set<unknown>();
+  for await (const frame of frames) {
+    if (frame.event === 'approval.decided') {
+      if (!approvals.has(field(frame.data, 'approvalId'))) continue;
+    } else if (field(frame.data, 'turnId') !== turnId) {
+      continue;
+    }
+    if (frame.event === 'approval.required') approvals.add(field(frame.data, 'approvalId'));
+    yield frame;
+    if (TERMINAL_EVENTS.has(frame.event)) return;
+  }
+}

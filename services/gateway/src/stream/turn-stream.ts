@@ -1,0 +1,95 @@
+import { streamName } from '@keel/core';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import type { CallContext } from '../agent-client/agent.client.js';
+import { AgentClient } from '../agent-client/agent.client.js';
+import type { SendMessageFields } from '../conversations/conversation-requests.js';
+import { EventsFeedService } from './events-feed.service.js';
+import type { FeedFrame } from './feed-frames.js';
+import { readFeed } from './feed-reader.js';
+import { turnFrames } from './turn-frames.js';
+
+/** A message to send: the conversation, the checked body fields, and the caller's Idempotency-Key. */
+export interface TurnRequest extends SendMessageFields {
+  conversationId: string;
+  idempotencyKey?: string;
+}
+
+/** A turn the agent recorded, and where in the conversation its events start. */
+export interface SubmittedTurn {
+  turnId: string;
+  /** The conversation version just before the message: the turn's events all come after it. */
+  version: number;
+}
+
+/** A started (or queued) turn and its frames. */
+export interface TurnStream extends SubmittedTurn {
+  /** The turn's frames, turn.started to its terminal event; reading stops when the signal aborts. */
+  frames: AsyncIterable<FeedFrame>;
+}
+
+/**
+ * The turn stream, for every edge that serves it (HTTP SSE, gRPC SendMessage): submits the
+ * message through the agent, then reads the conversation's feed from the version before it and
+ * keeps the frames of that turn only, until the turn ends. Waiting for an approval keeps the
+ * stream open. Stopping the reading (the caller's signal, gateway shutdown) never stops the turn.
+ */
+@Injectable()
+export class TurnStreamService implements BeforeApplicationShutdown {
+  private readonly shutdown = new AbortController();
+
+  constructor(
+    @Inject(AgentClient) private readonly agent: AgentClient,
+    @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
+  ) {}
+
+  /**
+   * Submits the message through the agent and yields the frames of the turn it started, until
+   * that turn ends. Rejects (before any frame) with the agent's typed error: bad input, unknown
+   * conversation (404), busy (409), budget (402), unavailable.
+   */
+  async sendAndStream(caller: CallContext, request: TurnRequest, signal: AbortSignal): Promise<TurnStream> {
+    const turn = await this.submit(caller, request);
+    return {
+      ...turn,
+      frames: this.follow(caller.tenantId, request.conversationId, turn, signal),
+    };
+  }
+
+  /** Submits the message through the agent: the turn it started or queued, and its start version. */
+  async submit(caller: CallContext, request: TurnRequest): Promise<SubmittedTurn> {
+    const { conversationId, content, ifBusy, idempotencyKey } = request;
+    const response = await this.agent.call<{ turnId: string; version?: number | string }>(
+      'submitMessage',
+      caller,
+      { request: { conversationId, content, ifBusy, idempotencyKey: idempotencyKey ?? '' } },
+    );
+    return { turnId: response.turnId, version: Number(response.version ?? 0) };
+  }
+
+  /**
+   * The frames of a turn already submitted (a retried request re-streams its first turn): read
+   * from `turn.version`, so a turn that already ended is replayed from the log, whole.
+   */
+  follow(
+    tenantId: string,
+    conversationId: string,
+    turn: SubmittedTurn,
+    signal: AbortSignal,
+  ): AsyncIterable<FeedFrame> {
+    const target = {
+      tenantId,
+      conversationId,
+      streamName: streamName(CONVERSATION_CATEGORY, conversationId),
+      after: turn.version,
+    };
+    const stop = AbortSignal.any([signal, this.shutdown.signal]);
+    return turnFrames(readFeed(this.feeds.sources(), target, stop), turn.turnId);
+  }
+
+  /** Ends every turn stream's reading (their turns run on), so the gateway can stop. */
+  beforeApplicationShutdown(): void {
+    this.shutdown.abort();
+  }
+}
