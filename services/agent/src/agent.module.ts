@@ -11,6 +11,9 @@ import type { ConversationIndex } from './conversation-index/conversation-index.
 import { ConversationIndexProjection } from './conversation-index/conversation-index.projection.js';
 import { InMemoryConversationIndex } from './conversation-index/in-memory-conversation-index.js';
 import { MongoConversationIndex } from './conversation-index/mongo-conversation-index.js';
+import { BudgetDirectory } from './budget/budget-directory.js';
+import { BudgetSettlement } from './budget/budget-settlement.js';
+import { DEFAULT_TURN_RESERVE_USD, TurnBudgets } from './budget/turn-budgets.js';
 import { AgentController } from './grpc/agent.controller.js';
 import { AjvToolCatalog, TOOL_CATALOG } from './grpc/tool-catalog.provider.js';
 import { createModelStep } from './model/langchain-model-step.js';
@@ -30,6 +33,24 @@ const conversationIndexFor = (infra: Infrastructure): ConversationIndex =>
   infra.store instanceof MongoEventStore
     ? new MongoConversationIndex(infra.store.db)
     : new InMemoryConversationIndex();
+
+/**
+ * The floor of a turn's budget reservation in USD (`KEEL_BUDGET_TURN_RESERVE_USD`, default 0.05);
+ * a turn reserves the larger of it and the tenant's largest turn of the month.
+ */
+const turnReserveUsd = (env: NodeJS.ProcessEnv = process.env): number => {
+  const raw = env['KEEL_BUDGET_TURN_RESERVE_USD']?.trim();
+  if (!raw) return DEFAULT_TURN_RESERVE_USD;
+  const usd = Number(raw);
+  if (!Number.isFinite(usd) || usd < 0)
+    throw new Error(`KEEL_BUDGET_TURN_RESERVE_USD must be a number ≥ 0, got "${raw}"`);
+  return usd;
+};
+
+/** How stale the agent's copy of the tenants' budgets may be (`KEEL_BUDGET_REFRESH_MS`, default 1000). */
+const budgetDirectoryOptions = (env: NodeJS.ProcessEnv = process.env) => ({
+  maxAgeMs: Number(env['KEEL_BUDGET_REFRESH_MS'] ?? 1000),
+});
 
 /**
  * The master key from `KEEL_MASTER_KEY`; without one, a key made up for this process, so dev
@@ -74,16 +95,33 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         new ConversationIndexProjection(infra.bus, index),
     },
     {
+      provide: TurnBudgets,
+      inject: [KEEL_INFRA, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, logger: KeelLogger) =>
+        new TurnBudgets(infra.store, new BudgetDirectory(infra.store, budgetDirectoryOptions()), {
+          reserveUsd: turnReserveUsd(),
+          logger: logger.child({ component: 'budgets' }),
+        }),
+    },
+    {
+      provide: BudgetSettlement,
+      inject: [KEEL_INFRA, TurnBudgets],
+      useFactory: (infra: Infrastructure, budgets: TurnBudgets) =>
+        new BudgetSettlement(infra.store, infra.bus, budgets),
+    },
+    {
       provide: ConversationService,
-      inject: [KEEL_INFRA, TenantConfigService, CONVERSATION_INDEX, KEEL_LOGGER],
+      inject: [KEEL_INFRA, TenantConfigService, CONVERSATION_INDEX, KEEL_LOGGER, TurnBudgets],
       useFactory: (
         infra: Infrastructure,
         config: TenantConfigService,
         index: ConversationIndex,
         logger: KeelLogger,
+        budgets: TurnBudgets,
       ) =>
         new ConversationService(infra.store, infra.bus, config, {
           index,
+          budgets,
           onIndexError: (error, { tenantId, conversationId }) =>
             logger.warn(
               { tenantId, conversationId, err: error },
@@ -135,6 +173,7 @@ export class AgentModule implements OnApplicationBootstrap {
   constructor(
     @Inject(TurnWorker) private readonly worker: TurnWorker,
     @Inject(ConversationIndexProjection) private readonly index: ConversationIndexProjection,
+    @Inject(BudgetSettlement) private readonly settlement: BudgetSettlement,
   ) {}
 
   /**
@@ -144,6 +183,7 @@ export class AgentModule implements OnApplicationBootstrap {
    */
   async onApplicationBootstrap(): Promise<void> {
     await this.index.start();
+    await this.settlement.start();
     await this.worker.start();
   }
 }

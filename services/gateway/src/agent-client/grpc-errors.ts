@@ -9,6 +9,7 @@ import {
   UnavailableError,
   ValidationError,
 } from '@keel/core';
+import { BUDGET_EXCEEDED_MARKER } from '@keel/events';
 
 /** The part of a grpc-js ServiceError the mapping reads. */
 export interface GrpcFailure {
@@ -16,6 +17,16 @@ export interface GrpcFailure {
   details?: string;
   message?: string;
 }
+
+/**
+ * The agent's budget refusal: RESOURCE_EXHAUSTED whose message starts with the budget marker
+ * (a status carries only a code and a message), answered 402 `budget_exceeded` with the marker cut.
+ */
+const budgetRefusal = (message: string, cause: GrpcFailure): KeelError | undefined => {
+  const marker = `${BUDGET_EXCEEDED_MARKER}: `;
+  if (!message.startsWith(marker)) return undefined;
+  return new ResourceExhaustedError(message.slice(marker.length), { cause, details: { budget: true } });
+};
 
 /**
  * The KeelError a failed agent call is answered with at the HTTP edge, so the problem filter
@@ -41,10 +52,7 @@ export const keelErrorOf = (failure: GrpcFailure): KeelError | undefined => {
     case status.PERMISSION_DENIED:
       return new PermissionDeniedError(message, { cause });
     case status.RESOURCE_EXHAUSTED:
-      return new ResourceExhaustedError(message, {
-        cause,
-        details: /budget/i.test(message) ? { budget: true } : {},
-      });
+      return budgetRefusal(message, cause) ?? new ResourceExhaustedError(message, { cause });
     case status.UNAVAILABLE:
     case status.DEADLINE_EXCEEDED:
       return new UnavailableError('the agent service is unavailable, retry later', { cause });

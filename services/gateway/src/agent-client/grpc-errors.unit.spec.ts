@@ -35,6 +35,27 @@ describe('keelErrorOf: agent statuses as the HTTP edge answers them', () => {
     });
   });
 
+  it("answers the agent's budget refusal as 402 budget_exceeded, without the marker", () => {
+    expect(
+      answered(
+        status.RESOURCE_EXHAUSTED,
+        'budget_exceeded: the monthly budget of 1 USD is used up for 2026-11 (UTC): 1 USD spent, 0 USD reserved by running turns',
+      ),
+    ).toMatchObject({
+      status: 402,
+      code: 'budget_exceeded',
+      detail:
+        'the monthly budget of 1 USD is used up for 2026-11 (UTC): 1 USD spent, 0 USD reserved by running turns',
+    });
+  });
+
+  it('answers another RESOURCE_EXHAUSTED as 429, even when its message mentions a budget', () => {
+    expect(answered(status.RESOURCE_EXHAUSTED, 'token budget of the step exhausted')).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+    });
+  });
+
   it('answers an unreachable or slow agent as 503 unavailable', () => {
     for (const code of [status.UNAVAILABLE, status.DEADLINE_EXCEEDED]) {
       expect(answered(code, 'No connection established')).toMatchObject({ status: 503, code: 'unavailable' });

@@ -1,0 +1,94 @@
+import type { Consumer, Delivery, EventBus, EventStore } from '@keel/core';
+import type { UsageRecorded, UserMessageAdded } from '@keel/events';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import { budgetMonthOf } from './budget-month.js';
+import type { TurnBudgets } from './turn-budgets.js';
+
+/** The events that end a turn: its cost is final then. */
+const TURN_ENDS = new Set(['TurnCompleted', 'TurnFailed', 'TurnCancelled']);
+
+/** A turn's cost as its conversation recorded it. */
+export interface TurnCost {
+  /** The submit time of the turn's message (names the budget month), if found. */
+  submittedAt?: string;
+  /** Sum of the turn's UsageRecorded costs; an unpriced step (costUsd null) counts 0. */
+  costUsd: number;
+  /** Model steps recorded (0: the turn ended before any model output). */
+  steps: number;
+  /** Steps whose cost was null (model price unknown). */
+  unpricedSteps: number;
+}
+
+/** Reads a turn's submit time and cost from its conversation's events. */
+export const turnCostOf = (
+  events: ReadonlyArray<{ type: string; data: unknown }>,
+  turnId: string,
+): TurnCost => {
+  const cost: TurnCost = { costUsd: 0, steps: 0, unpricedSteps: 0 };
+  for (const event of events) {
+    if ((event.data as { turnId?: unknown }).turnId !== turnId) continue;
+    if (event.type === 'UserMessageAdded') cost.submittedAt = (event as UserMessageAdded).data.at;
+    if (event.type !== 'UsageRecorded') continue;
+    const usd = (event as UsageRecorded).data.costUsd;
+    cost.steps++;
+    if (usd === null) cost.unpricedSteps++;
+    else cost.costUsd += usd;
+  }
+  return cost;
+};
+
+/**
+ * Settles turns against their month's budget: a durable consumer of the conversation streams
+ * that, when a turn ends (completed, failed or cancelled), sums its recorded costs and settles
+ * them (a turn without any model step is released instead). Settling is idempotent in the
+ * decider, so a redelivered end event changes nothing.
+ */
+export class BudgetSettlement {
+  private consumer: Consumer | undefined;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly bus: EventBus,
+    private readonly budgets: TurnBudgets,
+  ) {}
+
+  async start(): Promise<void> {
+    this.consumer = await this.bus.consume(
+      {
+        name: 'agent-budget-settlement',
+        filter: { category: CONVERSATION_CATEGORY },
+        // Settling twice is a no-op in the decider; most events are skipped without any read.
+        idempotency: 'none',
+        maxInFlight: 16,
+      },
+      (delivery) => this.onEvent(delivery),
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+    this.consumer = undefined;
+  }
+
+  private async onEvent({ event }: Delivery): Promise<void> {
+    if (!TURN_ENDS.has(event.type)) return;
+    const { turnId, at } = event.data as { turnId: string; at: string };
+    const events = await this.store.read(event.tenantId, event.streamName, { toVersion: event.version });
+    const cost = turnCostOf(events, turnId);
+    const month = budgetMonthOf(cost.submittedAt ?? at);
+    const metadata = {
+      ...(event.metadata.correlationId ? { correlationId: event.metadata.correlationId } : {}),
+      causationId: event.eventId,
+    };
+    if (cost.steps === 0) {
+      await this.budgets.release(event.tenantId, month, { turnId, reason: 'no_usage', at }, metadata);
+      return;
+    }
+    await this.budgets.settle(
+      event.tenantId,
+      month,
+      { turnId, costUsd: cost.costUsd, unpricedSteps: cost.unpricedSteps, at },
+      metadata,
+    );
+  }
+}

@@ -1,0 +1,185 @@
+import type { EventMetadata, EventStore } from '@keel/core';
+import { CommandHandler, ConcurrencyError, UnavailableError, streamName } from '@keel/core';
+import type { BudgetEvent } from '@keel/events';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { BudgetDirectory } from './budget-directory.js';
+import { budgetMonthOf, budgetStream } from './budget-month.js';
+import type { BudgetCommand, MonthBudget } from './budget.decider.js';
+import { BudgetExceededError, budgetDecider } from './budget.decider.js';
+
+/** Minimal logger shape (pino-compatible). */
+export interface BudgetLogger {
+  warn(obj: object, msg?: string): void;
+}
+
+/** Settings of the turn budgets. */
+export interface TurnBudgetsOptions {
+  /** The floor of every turn's reservation in USD (KEEL_BUDGET_TURN_RESERVE_USD, default 0.05). */
+  reserveUsd?: number;
+  /** Appends tried before a crowded budget stream answers UNAVAILABLE (default 40). */
+  maxAttempts?: number;
+  /** A reservation older than this whose turn is in no conversation is reclaimed (default 60 s). */
+  orphanAfterMs?: number;
+  logger?: BudgetLogger;
+  now?: () => number;
+}
+
+/** A turn about to be submitted. */
+export interface TurnToAdmit {
+  tenantId: string;
+  conversationId: string;
+  turnId: string;
+  /** The submit's time, which the user message also carries: it names the budget month. */
+  at: string;
+  metadata?: EventMetadata;
+}
+
+/** The default reservation floor of a turn, in USD. */
+export const DEFAULT_TURN_RESERVE_USD = 0.05;
+
+/**
+ * Tenants' monthly budgets, held under concurrency. A turn is admitted by appending its
+ * reservation to the month's budget stream with the version it decided on; of racing admissions
+ * exactly one append wins, the others re-read and decide again (with a jittered pause), so no
+ * turn is admitted on a stale view of spent + reserved.
+ */
+export class TurnBudgets {
+  private readonly handler: CommandHandler<MonthBudget, BudgetCommand, BudgetEvent>;
+  private readonly reserveUsd: number;
+  private readonly maxAttempts: number;
+  private readonly orphanAfterMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly directory: BudgetDirectory,
+    private readonly options: TurnBudgetsOptions = {},
+  ) {
+    this.handler = new CommandHandler(store, budgetDecider, {
+      snapshot: { name: 'budget-v1', every: 50 },
+      // Races are retried here, with a pause, not back to back by the handler.
+      maxRetries: 0,
+    });
+    this.reserveUsd = options.reserveUsd ?? DEFAULT_TURN_RESERVE_USD;
+    this.maxAttempts = options.maxAttempts ?? 40;
+    this.orphanAfterMs = options.orphanAfterMs ?? 60_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Runs `submit` (the append of the user message) under the tenant's budget: without a budget it
+   * just runs; with one, the turn is reserved first (BudgetExceededError when the month is used
+   * up, and then nothing is submitted), and a submit that fails gives the reservation back.
+   */
+  async admit<T>(turn: TurnToAdmit, submit: () => Promise<T>): Promise<T> {
+    const monthlyUsd = await this.directory.monthlyUsdOf(turn.tenantId);
+    if (monthlyUsd === undefined) return submit();
+    const month = budgetMonthOf(turn.at);
+    await this.reserve(turn, month, monthlyUsd);
+    try {
+      return await submit();
+    } catch (error) {
+      await this.command(
+        turn.tenantId,
+        month,
+        { type: 'ReleaseTurn', turnId: turn.turnId, reason: 'submit_refused', at: turn.at },
+        turn.metadata,
+      ).catch((releaseError: unknown) =>
+        // Left held, the reservation is reclaimed as an orphan once the budget runs short.
+        this.options.logger?.warn(
+          { tenantId: turn.tenantId, turnId: turn.turnId, err: releaseError },
+          'a refused submit could not release its budget reservation',
+        ),
+      );
+      throw error;
+    }
+  }
+
+  /** Records a finished turn's cost against its month (a no-op when already settled). */
+  settle(
+    tenantId: string,
+    month: string,
+    turn: { turnId: string; costUsd: number; unpricedSteps: number; at: string },
+    metadata?: EventMetadata,
+  ) {
+    return this.command(tenantId, month, { type: 'SettleTurn', ...turn }, metadata);
+  }
+
+  /** Gives a turn's reservation back without cost (a no-op when it holds none). */
+  release(
+    tenantId: string,
+    month: string,
+    turn: { turnId: string; reason: 'no_usage' | 'orphaned'; at: string },
+    metadata?: EventMetadata,
+  ) {
+    return this.command(tenantId, month, { type: 'ReleaseTurn', ...turn }, metadata);
+  }
+
+  /** The month's budget state (spent, reserved), for reads and tests. */
+  async month(tenantId: string, month: string): Promise<MonthBudget> {
+    return (await this.handler.load(tenantId, budgetStream(month))).state;
+  }
+
+  private async reserve(turn: TurnToAdmit, month: string, monthlyUsd: number): Promise<void> {
+    const command: BudgetCommand = {
+      type: 'ReserveTurn',
+      turnId: turn.turnId,
+      conversationId: turn.conversationId,
+      monthlyUsd,
+      reserveUsd: this.reserveUsd,
+      month,
+      at: turn.at,
+    };
+    try {
+      await this.command(turn.tenantId, month, command, turn.metadata);
+    } catch (error) {
+      if (!(error instanceof BudgetExceededError)) throw error;
+      // Full: reservations of submits whose process died before submitting or releasing would
+      // hold the budget forever; give those back and decide once more.
+      if ((await this.reclaimOrphans(turn.tenantId, month)) === 0) throw error;
+      await this.command(turn.tenantId, month, command, turn.metadata);
+    }
+  }
+
+  /** Releases reservations older than `orphanAfterMs` whose turn no conversation has; returns how many. */
+  private async reclaimOrphans(tenantId: string, month: string): Promise<number> {
+    const { state } = await this.handler.load(tenantId, budgetStream(month));
+    const cutoff = this.now() - this.orphanAfterMs;
+    let reclaimed = 0;
+    for (const [turnId, held] of Object.entries(state.reserved)) {
+      if (Date.parse(held.at) > cutoff) continue;
+      const events = await this.store.read(tenantId, streamName(CONVERSATION_CATEGORY, held.conversationId));
+      if (events.some((e) => (e.data as { turnId?: unknown } | undefined)?.turnId === turnId)) continue;
+      await this.release(tenantId, month, {
+        turnId,
+        reason: 'orphaned',
+        at: new Date(this.now()).toISOString(),
+      });
+      reclaimed++;
+    }
+    return reclaimed;
+  }
+
+  /** Handles a budget command, retrying lost append races after a short random pause. */
+  private async command(
+    tenantId: string,
+    month: string,
+    command: BudgetCommand,
+    metadata?: EventMetadata,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.handler.handle(tenantId, budgetStream(month), command, metadata ? { metadata } : {});
+        return;
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+        if (attempt >= this.maxAttempts) {
+          throw new UnavailableError('the budget is too busy to decide now, retry later', { cause: error });
+        }
+        await pause(Math.random() * Math.min(50, 2 * attempt));
+      }
+    }
+  }
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
