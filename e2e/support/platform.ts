@@ -36,3 +36,35 @@ export const startTools = async (env: Record<string, string>): Promise<ProcessHa
     env: { ...env, GRPC_PORT: String(await freePort()) },
     readyLine: /"msg":"ready"/,
   });
+
+/** Where a gateway process listens and what it talks to. */
+export interface GatewayPorts {
+  /** HTTP port. */
+  port: number;
+  /** gRPC port (GRPC_PORT). */
+  grpcPort: number;
+  /** The agent's gRPC port (AGENT_GRPC_URL). */
+  agentPort: number;
+}
+
+/** Starts a gateway process on 127.0.0.1 with `operatorKey` as KEEL_OPERATOR_KEY. */
+export const startGateway = (
+  env: Record<string, string>,
+  ports: GatewayPorts,
+  operatorKey: string,
+  options: { name?: string; extra?: Record<string, string> } = {},
+): Promise<ProcessHandle> =>
+  startProcess({
+    name: options.name ?? 'gateway',
+    entry: 'services/gateway/src/main.ts',
+    env: {
+      ...env,
+      PORT: String(ports.port),
+      HOST: '127.0.0.1',
+      GRPC_PORT: String(ports.grpcPort),
+      KEEL_OPERATOR_KEY: operatorKey,
+      AGENT_GRPC_URL: `127.0.0.1:${ports.agentPort}`,
+      ...options.extra,
+    },
+    readyLine: /"msg":"ready"/,
+  });

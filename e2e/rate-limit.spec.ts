@@ -1,0 +1,109 @@
+// Rate limits per API key, held across gateway instances: two gateway processes on the same NATS
+// (counters in a JetStream KV bucket) and an agent, with a limit of 10 requests per minute.
+import type { ProcessHandle } from '@keel/testkit';
+import { freePort, uniqueName } from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { platformEnv, startAgent, startGateway } from './support/platform.js';
+
+const OPERATOR_KEY = `op_${uniqueName('rl')}`;
+const LIMIT = 10;
+
+interface Answer {
+  status: number;
+  body: unknown;
+  headers: Headers;
+}
+
+const call = async (base: string, path: string, key?: string, init: RequestInit = {}): Promise<Answer> => {
+  const response = await fetch(`${base}${path}`, {
+    ...init,
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(init.body ? { 'content-type': 'application/json' } : {}),
+    },
+  });
+  const text = await response.text();
+  const json = response.headers.get('content-type')?.includes('json') ?? false;
+  return {
+    status: response.status,
+    body: json && text ? (JSON.parse(text) as unknown) : text,
+    headers: response.headers,
+  };
+};
+
+/** Waits for a fresh minute when the current one has too little left for a burst to fit in it. */
+const inOneWindow = async (neededMs: number) => {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < neededMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+};
+
+describe('rate limits per key across two gateway processes', () => {
+  const env = platformEnv('rl', {
+    KEEL_RATE_LIMIT_RPM: String(LIMIT),
+    KEEL_RATE_LIMIT_BUCKET: uniqueName('rl_bucket'),
+  });
+  let agent: ProcessHandle;
+  let gateways: ProcessHandle[] = [];
+  const bases: string[] = [];
+
+  beforeAll(async () => {
+    const agentPort = await freePort();
+    agent = await startAgent(env, agentPort, 'http://127.0.0.1:9/v1');
+    gateways = await Promise.all(
+      ['gateway-a', 'gateway-b'].map(async (name) => {
+        const port = await freePort();
+        bases.push(`http://127.0.0.1:${port}`);
+        return startGateway(env, { port, grpcPort: await freePort(), agentPort }, OPERATOR_KEY, { name });
+      }),
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all([...gateways.map((gateway) => gateway.kill('SIGTERM')), agent?.kill('SIGTERM')]);
+  });
+
+  it('a key over its limit, spread over both gateways, gets 429 rate_limited with Retry-After; another key and the probes are not limited', async () => {
+    await inOneWindow(20_000);
+    const [a, b] = bases as [string, string];
+    // Two of the operator's ten: a tenant and its admin key.
+    const tenant = await call(a, '/v1/tenants', OPERATOR_KEY, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'Acme' }),
+    });
+    expect(tenant.status).toBe(201);
+    const issued = await call(b, `/v1/tenants/${(tenant.body as { id: string }).id}/keys`, OPERATOR_KEY, {
+      method: 'POST',
+      body: JSON.stringify({ role: 'admin' }),
+    });
+    expect(issued.status).toBe(201);
+    const adminKey = (issued.body as { key: string }).key;
+
+    const remaining: string[] = [];
+    for (let i = 2; i < LIMIT; i++) {
+      const answer = await call(i % 2 === 0 ? a : b, '/v1/tenants', OPERATOR_KEY);
+      expect(answer.status).toBe(200);
+      remaining.push(answer.headers.get('ratelimit-remaining') ?? '');
+    }
+    expect(remaining).toEqual(['7', '6', '5', '4', '3', '2', '1', '0']);
+
+    for (const base of [a, b]) {
+      const refused = await call(base, '/v1/tenants', OPERATOR_KEY);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(refused.body).toMatchObject({ status: 429, code: 'rate_limited' });
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      expect(Number.isInteger(retryAfter)).toBe(true);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+    }
+
+    // The tenant's key has its own count; the probes are never counted.
+    const agents = await call(b, '/v1/agents', adminKey);
+    expect(agents.status, JSON.stringify(agents.body)).toBe(200);
+    for (const base of [a, b]) {
+      for (const probe of ['/healthz', '/readyz', '/metrics']) {
+        expect((await call(base, probe, OPERATOR_KEY)).status).toBe(200);
+      }
+    }
+  });
+});
