@@ -5,3 +5,4 @@ export * from './bus/index.js';
 export * from './decider/index.js';
 export * from './outbox/index.js';
 export * from './rate-limit/index.js';
+export * from './idempotency/index.js';

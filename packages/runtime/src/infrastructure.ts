@@ -1,9 +1,11 @@
 import type { CheckpointStore, DeadLetterStore, EventBus, EventStore, Inbox, LeaseStore } from '@keel/core';
+import type { IdempotencyStore } from '@keel/core';
 import {
   InMemoryCheckpointStore,
   InMemoryDeadLetters,
   InMemoryEventBus,
   InMemoryEventStore,
+  InMemoryIdempotencyStore,
   InMemoryInbox,
   InMemoryLeaseStore,
   OutboxRelay,
@@ -29,6 +31,8 @@ export interface Infrastructure {
   readonly relay: OutboxRelay;
   readonly checkpoints: CheckpointStore;
   readonly leases: LeaseStore;
+  /** Requests made with an `Idempotency-Key` (the gateway), shared by its instances on MongoDB. */
+  readonly idempotency: IdempotencyStore;
   readonly kinds: InfrastructureKinds;
   /** Whether the store and the bus answer now. */
   probe(timeoutMs?: number): Promise<ReadinessReport>;
@@ -42,6 +46,7 @@ interface Storage {
   leases: LeaseStore;
   inbox: Inbox;
   deadLetters: DeadLetterStore;
+  idempotency: IdempotencyStore;
 }
 
 const connectStorage = async (config: KeelConfig): Promise<Storage> => {
@@ -52,6 +57,7 @@ const connectStorage = async (config: KeelConfig): Promise<Storage> => {
       leases: new InMemoryLeaseStore(),
       inbox: new InMemoryInbox(),
       deadLetters: new InMemoryDeadLetters(),
+      idempotency: new InMemoryIdempotencyStore(),
     };
   }
   const mongo = await import('@keel/core/mongodb');
@@ -62,6 +68,7 @@ const connectStorage = async (config: KeelConfig): Promise<Storage> => {
     leases: new mongo.MongoLeaseStore(store.db),
     inbox: new mongo.MongoInbox(store.db),
     deadLetters: new mongo.MongoDeadLetterStore(store.db),
+    idempotency: new mongo.MongoIdempotencyStore(store.db),
   };
 };
 
@@ -108,7 +115,7 @@ export async function createInfrastructure(
     throw error;
   }
   const bus = new TrackingEventBus(rawBus);
-  const { store, checkpoints, leases } = storage;
+  const { store, checkpoints, leases, idempotency } = storage;
   const relay = new OutboxRelay({
     store,
     bus: rawBus,
@@ -143,6 +150,7 @@ export async function createInfrastructure(
     relay,
     checkpoints,
     leases,
+    idempotency,
     kinds,
     probe: (timeoutMs) => probeReadiness(store, rawBus, timeoutMs),
     close: () => (closing ??= close()),

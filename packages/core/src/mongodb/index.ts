@@ -5,5 +5,6 @@ export * from './ensure-indexes.js';
 export * from './mongo-checkpoints.js';
 export * from './mongo-inbox.js';
 export * from './mongo-dead-letters.js';
+export * from './mongo-idempotency-store.js';
 export type { CommitDocument } from './commit-document.js';
 export { commitKey } from './commit-document.js';

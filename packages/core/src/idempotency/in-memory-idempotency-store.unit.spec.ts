@@ -1,0 +1,13 @@
+import { describeIdempotencyStoreContract } from './idempotency-store.contract.js';
+import { InMemoryIdempotencyStore } from './in-memory-idempotency-store.js';
+
+describeIdempotencyStoreContract('in memory', async () => {
+  let now = Date.parse('2026-01-01T00:00:00Z');
+  return {
+    store: new InMemoryIdempotencyStore(() => now),
+    advance: (ms) => {
+      now += ms;
+    },
+    cleanup: async () => {},
+  };
+});

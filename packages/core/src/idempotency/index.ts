@@ -1,0 +1,2 @@
+export * from './idempotency-store.js';
+export * from './in-memory-idempotency-store.js';
