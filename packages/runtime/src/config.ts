@@ -1,3 +1,6 @@
+import { ConfigError } from './config-error.js';
+import { checkEnv } from './env/env-check.js';
+
 /** The five Keel services; each is a process of its own, or one of five in the dev mode. */
 export const SERVICE_NAMES = ['gateway', 'agent', 'tools', 'audit', 'pricing'] as const;
 
@@ -40,16 +43,7 @@ export interface KeelConfig {
   outboxLeaseMs: number;
 }
 
-/** A missing or malformed environment variable; the message names it. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable} ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError } from './config-error.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -114,6 +108,8 @@ const matching = (env: Env, name: string, pattern: RegExp, fallback: string, wha
 export function loadConfig(service: ServiceName, env: Env = process.env): KeelConfig {
   if (!SERVICE_NAMES.includes(service))
     throw new ConfigError('service', `must be one of ${SERVICE_NAMES.join(', ')}`);
+  // Every variable of every service, and no unknown KEEL_* name (see env/env-vars.ts).
+  checkEnv(env);
   const specificPort = `${service.toUpperCase()}_GRPC_PORT`;
   const grpcPort =
     read(env, specificPort) !== undefined

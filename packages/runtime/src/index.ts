@@ -9,6 +9,10 @@ export {
   loadConfig,
 } from './config.js';
 export type { KeelConfig, LogLevel, ServiceName } from './config.js';
+export { checkEnv, envVar, readEnv } from './env/env-check.js';
+export type { EnvKind, EnvValue } from './env/env-kinds.js';
+export { ENV_VARS, TEST_ONLY_PREFIX } from './env/env-vars.js';
+export type { EnvReaders, EnvVar } from './env/env-vars.js';
 export { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, loadGrpcServing, protoRoot } from './grpc-server.js';
 export type { GrpcServiceDefinition, GrpcServing } from './grpc-server.js';
 export { INTERNAL_ERROR_MESSAGE, grpcStatusOf, toRpcException } from './grpc-status.js';
