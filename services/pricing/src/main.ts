@@ -1,4 +1,4 @@
 import { bootstrapService } from '@keel/runtime';
-import { PricingModule } from './pricing.module.js';
+import { PRICING_GRPC_SERVICES, PricingModule } from './pricing.module.js';
 
-await bootstrapService({ service: 'pricing', module: PricingModule });
+await bootstrapService({ service: 'pricing', module: PricingModule, grpcServices: PRICING_GRPC_SERVICES });

@@ -9,6 +9,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { Metadata } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
+import { Actor } from "../../events/v1/envelope.js";
 
 export const protobufPackage = "keel.pricing.v1";
 
@@ -34,6 +35,11 @@ export interface ModelPrice {
   contextWindowTokens: number;
   /** Instant from which this price applies, RFC 3339 in UTC; empty: since always. */
   effectiveFrom: string;
+  /**
+   * Where the price comes from: `catalogue <version>` (shipped with the code) or `override`
+   * (set by an operator, with the operator's reason).
+   */
+  source: string;
 }
 
 /** Request of GetPrice. */
@@ -88,10 +94,46 @@ export interface ComputeCostResponse {
   price?: ModelPrice | undefined;
 }
 
+/** Request of SetPrice: the new price of one model and when it takes effect. */
+export interface SetPriceRequest {
+  /** The model, in any form the service normalises (`openai:gpt-4o`, `anthropic/claude-3.5-sonnet`). */
+  model: string;
+  /** USD per million uncached input tokens. */
+  inputUsdPerMtok: number;
+  /** USD per million output tokens. */
+  outputUsdPerMtok: number;
+  /** USD per million cache-read tokens; absent: the input price. */
+  cacheReadUsdPerMtok?:
+    | number
+    | undefined;
+  /** USD per million cache-write tokens; absent: the input price. */
+  cacheWriteUsdPerMtok?:
+    | number
+    | undefined;
+  /** The context window in tokens; 0 keeps the catalogue's window for the model. */
+  contextWindowTokens: number;
+  /** Instant from which the price applies, RFC 3339 with an offset; empty means now. */
+  effectiveFrom: string;
+  /** Why the price changed (kept with the event). */
+  reason: string;
+  /** Who set it, for the audit trail (the operator key's id). */
+  actor?:
+    | Actor
+    | undefined;
+  /** Correlation id of the originating request. */
+  correlationId: string;
+}
+
+/** Response of SetPrice. */
+export interface SetPriceResponse {
+  /** The price as recorded, with its effective instant. */
+  price?: ModelPrice | undefined;
+}
+
 export const KEEL_PRICING_V1_PACKAGE_NAME = "keel.pricing.v1";
 
 function createBaseModelPrice(): ModelPrice {
-  return { model: "", inputUsdPerMtok: 0, outputUsdPerMtok: 0, contextWindowTokens: 0, effectiveFrom: "" };
+  return { model: "", inputUsdPerMtok: 0, outputUsdPerMtok: 0, contextWindowTokens: 0, effectiveFrom: "", source: "" };
 }
 
 export const ModelPrice: MessageFns<ModelPrice> = {
@@ -116,6 +158,9 @@ export const ModelPrice: MessageFns<ModelPrice> = {
     }
     if (message.effectiveFrom !== "") {
       writer.uint32(58).string(message.effectiveFrom);
+    }
+    if (message.source !== "") {
+      writer.uint32(66).string(message.source);
     }
     return writer;
   },
@@ -189,6 +234,14 @@ export const ModelPrice: MessageFns<ModelPrice> = {
             message.effectiveFrom = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -234,6 +287,7 @@ export const ModelPrice: MessageFns<ModelPrice> = {
         : isSet(object.effective_from)
         ? globalThis.String(object.effective_from)
         : "",
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
     };
   },
 
@@ -260,6 +314,9 @@ export const ModelPrice: MessageFns<ModelPrice> = {
     if (message.effectiveFrom !== "") {
       obj.effectiveFrom = message.effectiveFrom;
     }
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
     return obj;
   },
 
@@ -275,6 +332,7 @@ export const ModelPrice: MessageFns<ModelPrice> = {
     message.cacheWriteUsdPerMtok = object.cacheWriteUsdPerMtok ?? undefined;
     message.contextWindowTokens = object.contextWindowTokens ?? 0;
     message.effectiveFrom = object.effectiveFrom ?? "";
+    message.source = object.source ?? "";
     return message;
   },
 };
@@ -826,6 +884,324 @@ export const ComputeCostResponse: MessageFns<ComputeCostResponse> = {
   },
 };
 
+function createBaseSetPriceRequest(): SetPriceRequest {
+  return {
+    model: "",
+    inputUsdPerMtok: 0,
+    outputUsdPerMtok: 0,
+    contextWindowTokens: 0,
+    effectiveFrom: "",
+    reason: "",
+    correlationId: "",
+  };
+}
+
+export const SetPriceRequest: MessageFns<SetPriceRequest> = {
+  encode(message: SetPriceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.model !== "") {
+      writer.uint32(10).string(message.model);
+    }
+    if (message.inputUsdPerMtok !== 0) {
+      writer.uint32(17).double(message.inputUsdPerMtok);
+    }
+    if (message.outputUsdPerMtok !== 0) {
+      writer.uint32(25).double(message.outputUsdPerMtok);
+    }
+    if (message.cacheReadUsdPerMtok !== undefined) {
+      writer.uint32(33).double(message.cacheReadUsdPerMtok);
+    }
+    if (message.cacheWriteUsdPerMtok !== undefined) {
+      writer.uint32(41).double(message.cacheWriteUsdPerMtok);
+    }
+    if (message.contextWindowTokens !== 0) {
+      writer.uint32(48).int64(message.contextWindowTokens);
+    }
+    if (message.effectiveFrom !== "") {
+      writer.uint32(58).string(message.effectiveFrom);
+    }
+    if (message.reason !== "") {
+      writer.uint32(66).string(message.reason);
+    }
+    if (message.actor !== undefined) {
+      Actor.encode(message.actor, writer.uint32(74).fork()).join();
+    }
+    if (message.correlationId !== "") {
+      writer.uint32(82).string(message.correlationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetPriceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetPriceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.inputUsdPerMtok = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.outputUsdPerMtok = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.cacheReadUsdPerMtok = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.cacheWriteUsdPerMtok = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.contextWindowTokens = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.effectiveFrom = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.actor = Actor.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.correlationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetPriceRequest {
+    return {
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+      inputUsdPerMtok: isSet(object.inputUsdPerMtok)
+        ? globalThis.Number(object.inputUsdPerMtok)
+        : isSet(object.input_usd_per_mtok)
+        ? globalThis.Number(object.input_usd_per_mtok)
+        : 0,
+      outputUsdPerMtok: isSet(object.outputUsdPerMtok)
+        ? globalThis.Number(object.outputUsdPerMtok)
+        : isSet(object.output_usd_per_mtok)
+        ? globalThis.Number(object.output_usd_per_mtok)
+        : 0,
+      cacheReadUsdPerMtok: isSet(object.cacheReadUsdPerMtok)
+        ? globalThis.Number(object.cacheReadUsdPerMtok)
+        : isSet(object.cache_read_usd_per_mtok)
+        ? globalThis.Number(object.cache_read_usd_per_mtok)
+        : undefined,
+      cacheWriteUsdPerMtok: isSet(object.cacheWriteUsdPerMtok)
+        ? globalThis.Number(object.cacheWriteUsdPerMtok)
+        : isSet(object.cache_write_usd_per_mtok)
+        ? globalThis.Number(object.cache_write_usd_per_mtok)
+        : undefined,
+      contextWindowTokens: isSet(object.contextWindowTokens)
+        ? globalThis.Number(object.contextWindowTokens)
+        : isSet(object.context_window_tokens)
+        ? globalThis.Number(object.context_window_tokens)
+        : 0,
+      effectiveFrom: isSet(object.effectiveFrom)
+        ? globalThis.String(object.effectiveFrom)
+        : isSet(object.effective_from)
+        ? globalThis.String(object.effective_from)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      actor: isSet(object.actor) ? Actor.fromJSON(object.actor) : undefined,
+      correlationId: isSet(object.correlationId)
+        ? globalThis.String(object.correlationId)
+        : isSet(object.correlation_id)
+        ? globalThis.String(object.correlation_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SetPriceRequest): unknown {
+    const obj: any = {};
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    if (message.inputUsdPerMtok !== 0) {
+      obj.inputUsdPerMtok = floatToJson(message.inputUsdPerMtok);
+    }
+    if (message.outputUsdPerMtok !== 0) {
+      obj.outputUsdPerMtok = floatToJson(message.outputUsdPerMtok);
+    }
+    if (message.cacheReadUsdPerMtok !== undefined) {
+      obj.cacheReadUsdPerMtok = floatToJson(message.cacheReadUsdPerMtok);
+    }
+    if (message.cacheWriteUsdPerMtok !== undefined) {
+      obj.cacheWriteUsdPerMtok = floatToJson(message.cacheWriteUsdPerMtok);
+    }
+    if (message.contextWindowTokens !== 0) {
+      obj.contextWindowTokens = Math.round(message.contextWindowTokens);
+    }
+    if (message.effectiveFrom !== "") {
+      obj.effectiveFrom = message.effectiveFrom;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.actor !== undefined) {
+      obj.actor = Actor.toJSON(message.actor);
+    }
+    if (message.correlationId !== "") {
+      obj.correlationId = message.correlationId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetPriceRequest>, I>>(base?: I): SetPriceRequest {
+    return SetPriceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetPriceRequest>, I>>(object: I): SetPriceRequest {
+    const message = createBaseSetPriceRequest();
+    message.model = object.model ?? "";
+    message.inputUsdPerMtok = object.inputUsdPerMtok ?? 0;
+    message.outputUsdPerMtok = object.outputUsdPerMtok ?? 0;
+    message.cacheReadUsdPerMtok = object.cacheReadUsdPerMtok ?? undefined;
+    message.cacheWriteUsdPerMtok = object.cacheWriteUsdPerMtok ?? undefined;
+    message.contextWindowTokens = object.contextWindowTokens ?? 0;
+    message.effectiveFrom = object.effectiveFrom ?? "";
+    message.reason = object.reason ?? "";
+    message.actor = (object.actor !== undefined && object.actor !== null) ? Actor.fromPartial(object.actor) : undefined;
+    message.correlationId = object.correlationId ?? "";
+    return message;
+  },
+};
+
+function createBaseSetPriceResponse(): SetPriceResponse {
+  return {};
+}
+
+export const SetPriceResponse: MessageFns<SetPriceResponse> = {
+  encode(message: SetPriceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.price !== undefined) {
+      ModelPrice.encode(message.price, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetPriceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetPriceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.price = ModelPrice.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetPriceResponse {
+    return { price: isSet(object.price) ? ModelPrice.fromJSON(object.price) : undefined };
+  },
+
+  toJSON(message: SetPriceResponse): unknown {
+    const obj: any = {};
+    if (message.price !== undefined) {
+      obj.price = ModelPrice.toJSON(message.price);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetPriceResponse>, I>>(base?: I): SetPriceResponse {
+    return SetPriceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetPriceResponse>, I>>(object: I): SetPriceResponse {
+    const message = createBaseSetPriceResponse();
+    message.price = (object.price !== undefined && object.price !== null)
+      ? ModelPrice.fromPartial(object.price)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * Model prices and what a model call costs.
  *
@@ -845,6 +1221,14 @@ export interface PricingServiceClient {
   /** Computes the cost of one model call. An unknown model is not an error: no cost, a reason. */
 
   computeCost(request: ComputeCostRequest, metadata?: Metadata): Observable<ComputeCostResponse>;
+
+  /**
+   * Sets an operator's price for a model from an instant on (now or later, never in the past),
+   * recorded as an event: the history of prices is kept and costs already computed keep theirs.
+   * Callers are trusted platform services (the gateway checks the operator key).
+   */
+
+  setPrice(request: SetPriceRequest, metadata?: Metadata): Observable<SetPriceResponse>;
 }
 
 /**
@@ -875,11 +1259,22 @@ export interface PricingServiceController {
     request: ComputeCostRequest,
     metadata?: Metadata,
   ): Promise<ComputeCostResponse> | Observable<ComputeCostResponse> | ComputeCostResponse;
+
+  /**
+   * Sets an operator's price for a model from an instant on (now or later, never in the past),
+   * recorded as an event: the history of prices is kept and costs already computed keep theirs.
+   * Callers are trusted platform services (the gateway checks the operator key).
+   */
+
+  setPrice(
+    request: SetPriceRequest,
+    metadata?: Metadata,
+  ): Promise<SetPriceResponse> | Observable<SetPriceResponse> | SetPriceResponse;
 }
 
 export function PricingServiceControllerMethods() {
   return function (constructor: Function) {
-    const grpcMethods: string[] = ["getPrice", "listModels", "computeCost"];
+    const grpcMethods: string[] = ["getPrice", "listModels", "computeCost", "setPrice"];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
       GrpcMethod("keel.pricing.v1.PricingService", method)(constructor.prototype[method], method, descriptor);
