@@ -12,8 +12,8 @@ export interface MonthBudget {
   reservedNanos: number;
   /** Admitted turns not settled yet, by turn id. */
   reserved: Record<string, { estimateNanos: number; conversationId: string; at: string }>;
-  /** Turns settled or released: later commands about them change nothing (idempotent settlement). */
-  closed: Record<string, true>;
+  /** Turns settled: settling or reserving them again changes nothing (idempotent settlement). */
+  settled: Record<string, true>;
   /** The largest settled turn of the month: new reservations are at least this. */
   maxTurnNanos: number;
 }
@@ -59,7 +59,7 @@ const initialState = (): MonthBudget => ({
   spentNanos: 0,
   reservedNanos: 0,
   reserved: {},
-  closed: {},
+  settled: {},
   maxTurnNanos: 0,
 });
 
@@ -69,7 +69,7 @@ const decide = (command: BudgetCommand, state: MonthBudget): BudgetEvent[] => {
       const { turnId, conversationId, monthlyUsd, reserveUsd, month, at } = command;
       requireAmount(monthlyUsd, 'monthlyUsd');
       requireAmount(reserveUsd, 'reserveUsd');
-      if (state.reserved[turnId] || state.closed[turnId]) return [];
+      if (state.reserved[turnId] || state.settled[turnId]) return [];
       if (state.spentNanos + state.reservedNanos >= toNanos(monthlyUsd)) {
         const spentUsd = toUsd(state.spentNanos);
         const reservedUsd = toUsd(state.reservedNanos);
@@ -84,8 +84,9 @@ const decide = (command: BudgetCommand, state: MonthBudget): BudgetEvent[] => {
     case 'SettleTurn': {
       const { turnId, costUsd, unpricedSteps, at } = command;
       requireAmount(costUsd, 'costUsd');
-      if (state.closed[turnId]) return [];
-      // A turn admitted without a budget and costing nothing changes no number: nothing to record.
+      if (state.settled[turnId]) return [];
+      // A turn holding no reservation (admitted without a budget, or released because its submit
+      // looked refused yet was written) still has its cost recorded; if it cost nothing, nothing.
       if (!state.reserved[turnId] && toNanos(costUsd) === 0) return [];
       return [{ type: 'BudgetSettled', data: { turnId, costUsd, unpricedSteps, at } }];
     }
@@ -127,13 +128,11 @@ const evolve = (state: MonthBudget, event: BudgetEvent): MonthBudget => {
         ...after,
         spentNanos: after.spentNanos + costNanos,
         maxTurnNanos: Math.max(after.maxTurnNanos, costNanos),
-        closed: { ...after.closed, [event.data.turnId]: true },
+        settled: { ...after.settled, [event.data.turnId]: true },
       };
     }
-    case 'BudgetReleased': {
-      const after = unreserve(state, event.data.turnId);
-      return { ...after, closed: { ...after.closed, [event.data.turnId]: true } };
-    }
+    case 'BudgetReleased':
+      return unreserve(state, event.data.turnId);
     default:
       return state;
   }

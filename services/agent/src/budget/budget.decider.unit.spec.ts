@@ -131,7 +131,7 @@ describe('budget decider: settlement and release', () => {
         spentNanos: 20_000_000,
         reservedNanos: 50_000_000,
         reserved: { t2: { estimateNanos: 50_000_000, conversationId: 'c1', at } },
-        closed: { t1: true },
+        settled: { t1: true },
         maxTurnNanos: 20_000_000,
       });
   });
@@ -159,7 +159,7 @@ describe('budget decider: settlement and release', () => {
     spec
       .given([reserved('t1')])
       .when({ type: 'ReleaseTurn', turnId: 't1', reason: 'no_usage', at })
-      .thenState({ spentNanos: 0, reservedNanos: 0, reserved: {}, closed: { t1: true }, maxTurnNanos: 0 });
+      .thenState({ spentNanos: 0, reservedNanos: 0, reserved: {}, settled: {}, maxTurnNanos: 0 });
     spec
       .given([reserved('t1'), released('t1')])
       .when({ type: 'ReleaseTurn', turnId: 't1', reason: 'no_usage', at })
@@ -167,11 +167,11 @@ describe('budget decider: settlement and release', () => {
     spec.given([]).when({ type: 'ReleaseTurn', turnId: 't1', reason: 'no_usage', at }).then([]);
   });
 
-  it('ignores a settlement after a release (the turn is closed)', () => {
+  it('still records the cost of a released turn (its submit looked refused but was written)', () => {
     spec
-      .given([reserved('t1'), released('t1', 'orphaned')])
+      .given([reserved('t1'), released('t1', 'submit_refused')])
       .when({ type: 'SettleTurn', turnId: 't1', costUsd: 0.01, unpricedSteps: 0, at })
-      .then([]);
+      .then([settled('t1', 0.01)]);
   });
 
   it('frees the budget a released reservation held', () => {
