@@ -1,5 +1,80 @@
-import { Module } from '@nestjs/common';
+import { ConfigError, KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
+import type { Infrastructure, KeelLogger } from '@keel/runtime';
+import {
+  KEEL_AUDIT_V1_PACKAGE_NAME,
+  protobufFileName as auditProtoFile,
+} from '@keel/proto/keel/audit/v1/audit';
+import {
+  KEEL_USAGE_V1_PACKAGE_NAME,
+  protobufFileName as usageProtoFile,
+} from '@keel/proto/keel/usage/v1/usage';
+import type { OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
+import { AuditController } from './grpc/audit.controller.js';
+import { UsageController } from './grpc/usage.controller.js';
+import { AuditConsumer } from './projection/audit-consumer.js';
+import { AuditProjector } from './projection/audit-projector.js';
+import type { AuditStorage } from './storage/audit-storage.js';
+import { AUDIT_STORAGE, auditStorageFor } from './storage/audit-storage.provider.js';
 
-/** The audit service (keeps the audit trail and usage rollups); for now it serves gRPC health and reflection only. */
-@Module({})
-export class AuditModule {}
+/**
+ * `KEEL_AUDIT_ACK_WAIT_MS`: how long a delivery taken by an audit process that died blocks the
+ * consumer before another instance (or the restarted one) takes it. Default 30 s.
+ */
+const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number | undefined => {
+  const raw = env['KEEL_AUDIT_ACK_WAIT_MS']?.trim();
+  if (!raw) return undefined;
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 100 || value > 3_600_000) {
+    throw new ConfigError(
+      'KEEL_AUDIT_ACK_WAIT_MS',
+      `must be a number of milliseconds from 100 to 3600000, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+};
+
+/**
+ * The audit service: projects every event of the log into usage rollups (15-minute buckets per
+ * tenant × user × model × agent) and the audit trail, and serves them over gRPC
+ * (keel.usage.v1.UsageService, keel.audit.v1.AuditService) to the gateway.
+ */
+@Module({
+  controllers: [UsageController, AuditController],
+  providers: [
+    {
+      provide: AUDIT_STORAGE,
+      inject: [KEEL_INFRA],
+      useFactory: (infra: Infrastructure) => auditStorageFor(infra),
+    },
+    {
+      provide: AuditProjector,
+      inject: [KEEL_INFRA, AUDIT_STORAGE],
+      useFactory: (infra: Infrastructure, storage: AuditStorage) => new AuditProjector(infra.store, storage),
+    },
+    {
+      provide: AuditConsumer,
+      inject: [KEEL_INFRA, AuditProjector, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, projector: AuditProjector, logger: KeelLogger) => {
+        const ackWaitMs = ackWaitFromEnv();
+        logger.debug?.({ ackWaitMs }, 'audit consumer settings');
+        // infra.bus tracks the consumer, so the infrastructure's shutdown drains it.
+        return new AuditConsumer(infra.bus, projector, ackWaitMs === undefined ? {} : { ackWaitMs });
+      },
+    },
+  ],
+})
+export class AuditModule implements OnApplicationBootstrap {
+  constructor(@Inject(AuditConsumer) private readonly consumer: AuditConsumer) {}
+
+  /** Consumes the log once every provider is built (before the service reports ready). */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.consumer.start();
+  }
+}
+
+/** The gRPC contracts the audit service serves: main.ts and the one-process dev mode both bootstrap with these. */
+export const AUDIT_GRPC_SERVICES = [
+  { package: KEEL_USAGE_V1_PACKAGE_NAME, protoFile: usageProtoFile },
+  { package: KEEL_AUDIT_V1_PACKAGE_NAME, protoFile: auditProtoFile },
+];

@@ -1,4 +1,4 @@
 import { bootstrapService } from '@keel/runtime';
-import { AuditModule } from './audit.module.js';
+import { AUDIT_GRPC_SERVICES, AuditModule } from './audit.module.js';
 
-await bootstrapService({ service: 'audit', module: AuditModule });
+await bootstrapService({ service: 'audit', module: AuditModule, grpcServices: AUDIT_GRPC_SERVICES });

@@ -74,7 +74,10 @@ export interface GetUsageRequest {
   tz: string;
   /** How rows are keyed. */
   groupBy: GroupBy;
-  /** The tenant to read; operator key only (required then), must be empty for tenant keys. */
+  /**
+   * The tenant to read. At the gateway: operator key only (required then), empty for tenant
+   * keys. At the audit service: always set, by the gateway.
+   */
   tenantId: string;
 }
 
@@ -621,12 +624,19 @@ export const UsageRow: MessageFns<UsageRow> = {
 /**
  * Token and cost usage of a tenant, rolled up by day, model or user.
  *
- * Callers authenticate with an API key in the `authorization` metadata: a tenant key (viewer
- * or above) reads its own tenant; the operator key reads the tenant named in `tenant_id`.
+ * Served twice. The gateway's public gRPC server authenticates with an API key in the
+ * `authorization` metadata: a tenant key (viewer or above) reads its own tenant and leaves
+ * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`. The gateway then
+ * calls the audit service's UsageService (internal network only), which trusts `tenant_id` as
+ * given and requires it.
  */
 
 export interface UsageServiceClient {
-  /** Returns totals and rows for a date range. Bad dates or time zone: INVALID_ARGUMENT. */
+  /**
+   * Returns totals and rows for a date range. Bad dates, `from` after `to`, a range over 366
+   * days, an unknown time zone or a missing tenant: INVALID_ARGUMENT, the field named first in
+   * the message.
+   */
 
   getUsage(request: GetUsageRequest, metadata?: Metadata): Observable<GetUsageResponse>;
 }
@@ -634,12 +644,19 @@ export interface UsageServiceClient {
 /**
  * Token and cost usage of a tenant, rolled up by day, model or user.
  *
- * Callers authenticate with an API key in the `authorization` metadata: a tenant key (viewer
- * or above) reads its own tenant; the operator key reads the tenant named in `tenant_id`.
+ * Served twice. The gateway's public gRPC server authenticates with an API key in the
+ * `authorization` metadata: a tenant key (viewer or above) reads its own tenant and leaves
+ * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`. The gateway then
+ * calls the audit service's UsageService (internal network only), which trusts `tenant_id` as
+ * given and requires it.
  */
 
 export interface UsageServiceController {
-  /** Returns totals and rows for a date range. Bad dates or time zone: INVALID_ARGUMENT. */
+  /**
+   * Returns totals and rows for a date range. Bad dates, `from` after `to`, a range over 366
+   * days, an unknown time zone or a missing tenant: INVALID_ARGUMENT, the field named first in
+   * the message.
+   */
 
   getUsage(
     request: GetUsageRequest,

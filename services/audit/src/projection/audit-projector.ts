@@ -1,0 +1,180 @@
+import type { EventStore, RecordedEvent } from '@keel/core';
+import type { AuditStorage, TurnInfo } from '../storage/audit-storage.js';
+import type { AuditEntry } from '../trail/audit-entry.js';
+import { auditEntryOf } from '../trail/audit-events.js';
+import type { DayBody, MonthBody, RollupDoc } from '../usage/rollup-documents.js';
+import { RollupSet } from '../usage/rollup-set.js';
+import type { UsageFact } from '../usage/usage-facts.js';
+import { turnInfoOf, turnKey, usageFactOf } from '../usage/usage-facts.js';
+
+/** Checkpoint name of the projection: the global log position every rollup and entry is complete up to. */
+export const PROJECTION_CHECKPOINT = 'audit-projection';
+
+/** Settings of the projector. */
+export interface AuditProjectorOptions {
+  /** Events read from the log per page (whole commits). Default 2000. */
+  pageSize?: number;
+  /** Rollup documents of each kind kept in memory between pages. Default 16. */
+  cachedDocs?: number;
+}
+
+/** What the projector has done, for logs, metrics and tests. */
+export interface ProjectorStats {
+  position: number;
+  pages: number;
+  events: number;
+  usageEvents: number;
+}
+
+/**
+ * Derives usage rollups and the audit trail from the event log, in global order, a page at a
+ * time: it reads the log after its durable checkpoint, updates each rollup document it touches
+ * once per page, appends the page's audit entries, then moves the checkpoint. Exactly once by
+ * construction: every rollup document records the log position it includes, and an event at or
+ * below it is not added again, so a page applied twice (after a crash between its writes and
+ * the checkpoint) changes nothing it already changed; trail entries and the turn index are
+ * keyed by event and turn.
+ *
+ * One writer at a time: `catchUp` runs from the audit consumer's handler, which the bus runs
+ * once at a time across every instance (maxInFlight 1). Documents cached between pages are
+ * trusted only while the checkpoint is still the one this instance saved.
+ */
+export class AuditProjector {
+  readonly stats: ProjectorStats = { position: 0, pages: 0, events: 0, usageEvents: 0 };
+  private readonly pageSize: number;
+  private readonly cachedDocs: number;
+  private readonly months = new Map<string, RollupDoc<MonthBody>>();
+  private readonly days = new Map<string, RollupDoc<DayBody>>();
+  /** Turn infos are fixed once written: safe to keep whoever wrote them. */
+  private readonly turns = new Map<string, TurnInfo>();
+  /** The checkpoint this instance saved last (-1: none, or its cache is not to be trusted). */
+  private saved = -1;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly storage: AuditStorage,
+    options: AuditProjectorOptions = {},
+  ) {
+    this.pageSize = options.pageSize ?? 2000;
+    this.cachedDocs = options.cachedDocs ?? 16;
+  }
+
+  /**
+   * Applies the log up to at least `target` (a global position; undefined: up to the end of the
+   * log as it reads it). Resolves once that part of the log is durably projected.
+   */
+  catchUp(target?: number, alive?: () => void): Promise<void> {
+    const run = this.chain.then(() => this.run(target, alive));
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(target: number | undefined, alive?: () => void): Promise<void> {
+    if (target !== undefined && target <= this.stats.position && this.saved === this.stats.position) return;
+    let position = await this.storage.checkpoints.load(PROJECTION_CHECKPOINT);
+    if (position !== this.saved) this.forgetDocs();
+    this.stats.position = position;
+    if (target !== undefined && target <= position) return;
+    for (;;) {
+      const page = await this.store.readAll({ after: position, limit: this.pageSize, scope: 'all-tenants' });
+      if (page.events.length === 0) return;
+      try {
+        await this.applyPage(page.events, page.lastPosition);
+        await this.storage.checkpoints.save(PROJECTION_CHECKPOINT, page.lastPosition);
+      } catch (error) {
+        this.forgetDocs();
+        throw error;
+      }
+      position = this.saved = this.stats.position = page.lastPosition;
+      this.stats.pages++;
+      this.stats.events += page.events.length;
+      alive?.();
+      if (target !== undefined && position >= target) return;
+    }
+  }
+
+  /** Applies one page; every write is idempotent, so a failure part way is retried whole. */
+  async applyPage(events: readonly RecordedEvent[], lastPosition: number): Promise<void> {
+    const pageTurns = new Map<string, TurnInfo>();
+    const entries: AuditEntry[] = [];
+    for (const event of events) {
+      const turn = turnInfoOf(event);
+      if (turn) pageTurns.set(turn.key, { ...pageTurns.get(turn.key), ...turn.info });
+      const entry = auditEntryOf(event);
+      if (entry) entries.push(entry);
+    }
+    for (const [key, info] of pageTurns) this.rememberTurn(key, { ...this.turns.get(key), ...info });
+
+    const usage = events.filter((e) => e.type === 'UsageRecorded');
+    const missing = [
+      ...new Set(
+        usage
+          .map((e) => turnKey(e.tenantId, String((e.data as { turnId?: unknown }).turnId)))
+          .filter((key) => !this.turns.has(key)),
+      ),
+    ];
+    if (missing.length > 0) {
+      for (const [key, info] of await this.storage.loadTurns(missing)) this.rememberTurn(key, info);
+    }
+    const facts: Array<{ fact: UsageFact; position: number }> = [];
+    for (const event of usage) {
+      const key = turnKey(event.tenantId, String((event.data as { turnId?: unknown }).turnId));
+      const fact = usageFactOf(event, this.turns.get(key));
+      if (fact) facts.push({ fact, position: event.globalPosition ?? lastPosition });
+    }
+
+    const set = new RollupSet();
+    if (facts.length > 0) {
+      const monthIds = new Set<string>();
+      const dayIds = new Set<string>();
+      for (const { fact } of facts) {
+        const ids = RollupSet.idsOf(fact);
+        monthIds.add(ids.month);
+        dayIds.add(ids.day);
+      }
+      set.load(
+        await this.cachedOrLoaded(this.months, [...monthIds], (ids) => this.storage.loadMonths(ids)),
+        await this.cachedOrLoaded(this.days, [...dayIds], (ids) => this.storage.loadDays(ids)),
+      );
+      for (const { fact, position } of facts) set.apply(fact, position);
+    }
+    const changed = set.changed(lastPosition);
+    await Promise.all([
+      this.storage.saveTurns(pageTurns),
+      this.storage.appendAudit(entries),
+      this.storage.saveMonths(changed.months),
+      this.storage.saveDays(changed.days),
+    ]);
+    for (const doc of set.months.values()) this.cache(this.months, doc);
+    for (const doc of set.days.values()) this.cache(this.days, doc);
+    this.stats.usageEvents += facts.length;
+  }
+
+  private async cachedOrLoaded<B>(
+    cache: Map<string, RollupDoc<B>>,
+    ids: string[],
+    load: (ids: string[]) => Promise<Map<string, RollupDoc<B>>>,
+  ): Promise<RollupDoc<B>[]> {
+    const hits = ids.flatMap((id) => (cache.has(id) ? [cache.get(id)!] : []));
+    const misses = ids.filter((id) => !cache.has(id));
+    return misses.length === 0 ? hits : [...hits, ...(await load(misses)).values()];
+  }
+
+  private cache<B>(cache: Map<string, RollupDoc<B>>, doc: RollupDoc<B>): void {
+    cache.delete(doc.id);
+    cache.set(doc.id, doc);
+    while (cache.size > this.cachedDocs) cache.delete(cache.keys().next().value!);
+  }
+
+  private rememberTurn(key: string, info: TurnInfo): void {
+    if (this.turns.size >= 200_000) this.turns.clear();
+    this.turns.set(key, info);
+  }
+
+  private forgetDocs(): void {
+    this.months.clear();
+    this.days.clear();
+    this.saved = -1;
+  }
+}

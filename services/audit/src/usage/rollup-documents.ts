@@ -1,0 +1,63 @@
+import type { Totals } from './usage-totals.js';
+import { QUARTER_MS, utcDateOf } from './time-zones.js';
+
+/**
+ * One UTC day of a tenant inside its month document: the tenant's totals per 15-minute bucket
+ * (`s`, bucket 0–95 of the UTC day) and the day's totals per model (`m`), user (`u`) and agent (`a`).
+ */
+export interface MonthDay {
+  s: Record<string, Totals>;
+  m: Record<string, Totals>;
+  u: Record<string, Totals>;
+  a: Record<string, Totals>;
+}
+
+/** Body of a tenant × UTC month rollup: its days by day of month (`01`–`31`). Read by every query. */
+export interface MonthBody {
+  d: Record<string, MonthDay>;
+}
+
+/**
+ * Body of a tenant × UTC day rollup, the finest grain: per 15-minute bucket (0–95), the totals of
+ * each user × model × agent (key: `comboKey`). Read for the ragged edges of a range cut in a zone.
+ */
+export interface DayBody {
+  q: Record<string, Record<string, Totals>>;
+}
+
+/** A rollup document: its id, tenant, the global log position it includes events up to, and its body. */
+export interface RollupDoc<Body> {
+  id: string;
+  tenantId: string;
+  /** Every event of the log at or below this position that touches the document is in its body. */
+  pos: number;
+  body: Body;
+}
+
+/** The two kinds of rollup documents. */
+export type RollupKind = 'month' | 'day';
+
+/** Id of the month document of `tenantId` holding the UTC instant `utcMs`. */
+export const monthIdOf = (tenantId: string, utcMs: number): string =>
+  `${tenantId}|${utcDateOf(utcMs).slice(0, 7)}`;
+
+/** Id of the day document of `tenantId` holding the UTC instant `utcMs`. */
+export const dayIdOf = (tenantId: string, utcMs: number): string => `${tenantId}|${utcDateOf(utcMs)}`;
+
+/** The 15-minute bucket (0–95) of `utcMs` within its UTC day. */
+export const quarterOf = (utcMs: number): number =>
+  Math.floor((((utcMs % 86_400_000) + 86_400_000) % 86_400_000) / QUARTER_MS);
+
+/** Key of a user × model × agent combination in a day document (JSON, so any id is safe). */
+export const comboKey = (user: string, model: string, agent: string): string =>
+  JSON.stringify([user, model, agent]);
+
+/** The user, model and agent of a combination key. */
+export const comboOf = (key: string): { user: string; model: string; agent: string } => {
+  const [user, model, agent] = JSON.parse(key) as [string, string, string];
+  return { user, model, agent };
+};
+
+/** An empty body of the kind. */
+export const emptyBody = (kind: RollupKind): MonthBody | DayBody =>
+  kind === 'month' ? { d: {} } : { q: {} };

@@ -1,0 +1,72 @@
+import type { RecordedEvent } from '@keel/core';
+import type { TurnInfo } from '../storage/audit-storage.js';
+import type { Totals } from './usage-totals.js';
+import { nanoUsd } from './usage-totals.js';
+
+/** One model call's usage as the rollups count it. */
+export interface UsageFact {
+  tenantId: string;
+  /** When it happened (UTC ms). */
+  at: number;
+  user: string;
+  model: string;
+  agent: string;
+  totals: Totals;
+}
+
+/** Key of a turn in the turn index: `tenantId|turnId`. */
+export const turnKey = (tenantId: string, turnId: string): string => `${tenantId}|${turnId}`;
+
+/** The agent or user name used when the turn's start is not in the log the projection read. */
+export const UNKNOWN = 'unknown';
+
+type Data = Record<string, unknown>;
+const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+
+/**
+ * What a conversation event tells the turn index: the acting user of a turn comes from the
+ * message that started it (`UserMessageAdded`, metadata.actor.userId, else the key id); its agent
+ * from `TurnStarted`. Both are fixed for the life of the turn.
+ */
+export const turnInfoOf = (event: RecordedEvent): { key: string; info: TurnInfo } | undefined => {
+  const data = (event.data ?? {}) as Data;
+  if (typeof data.turnId !== 'string') return undefined;
+  const key = turnKey(event.tenantId, data.turnId);
+  if (event.type === 'UserMessageAdded') {
+    const actor = event.metadata.actor ?? {};
+    const user = actor.userId ?? actor.keyId;
+    return user ? { key, info: { user } } : undefined;
+  }
+  if (event.type === 'TurnStarted') {
+    const agentId = ((data.agent ?? {}) as Data).agentId;
+    return typeof agentId === 'string' ? { key, info: { agent: agentId } } : undefined;
+  }
+  return undefined;
+};
+
+/**
+ * The usage fact of a `UsageRecorded` event, else undefined. Its instant is the commit time
+ * (`recordedAt`), or `data.at` when the producer recorded one. A turn is counted once, at its
+ * first model call (step 1); cost null (unknown price) adds no cost.
+ */
+export const usageFactOf = (event: RecordedEvent, turn: TurnInfo | undefined): UsageFact | undefined => {
+  if (event.type !== 'UsageRecorded') return undefined;
+  const data = (event.data ?? {}) as Data;
+  const explicit = typeof data.at === 'string' ? Date.parse(data.at) : Number.NaN;
+  const at = Number.isFinite(explicit) ? explicit : Date.parse(event.recordedAt);
+  const actor = event.metadata.actor ?? {};
+  return {
+    tenantId: event.tenantId,
+    at,
+    user: turn?.user ?? actor.userId ?? actor.keyId ?? UNKNOWN,
+    model: typeof data.model === 'string' && data.model ? data.model : UNKNOWN,
+    agent: turn?.agent ?? UNKNOWN,
+    totals: [
+      num(data.promptTokens),
+      num(data.completionTokens),
+      nanoUsd(data.costUsd as number | null),
+      data.step === 1 ? 1 : 0,
+      1,
+    ],
+  };
+};

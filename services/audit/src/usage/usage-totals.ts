@@ -1,0 +1,40 @@
+/**
+ * Sums of usage as stored in the rollups: `[promptTokens, completionTokens, costNanoUsd, turns,
+ * usageEvents]`. Cost is kept in integer nano-dollars so sums are exact and independent of the
+ * order they are added in (floating-point dollars are not).
+ */
+export type Totals = [number, number, number, number, number];
+
+/** A fresh zero. */
+export const zero = (): Totals => [0, 0, 0, 0, 0];
+
+/** Adds `b` into `a` (mutates `a`) and returns it. */
+export const addInto = (a: Totals, b: Readonly<Totals>): Totals => {
+  for (let i = 0; i < 5; i++) a[i] = a[i]! + b[i]!;
+  return a;
+};
+
+/** Adds `value` into `map[key]`, creating the entry. */
+export const addAt = (map: Record<string, Totals>, key: string, value: Readonly<Totals>): void => {
+  addInto((map[key] ??= zero()), value);
+};
+
+/** A USD cost as integer nano-dollars (null: the price is unknown, counted as 0 in cost sums). */
+export const nanoUsd = (costUsd: number | null | undefined): number =>
+  typeof costUsd === 'number' && Number.isFinite(costUsd) ? Math.round(costUsd * 1e9) : 0;
+
+/** The API's view of a sum (API.md "Usage and audit"). */
+export interface UsageFigures {
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  turns: number;
+}
+
+/** The API figures of stored totals. */
+export const figuresOf = (t: Readonly<Totals>): UsageFigures => ({
+  promptTokens: t[0],
+  completionTokens: t[1],
+  costUsd: t[2] / 1e9,
+  turns: t[3],
+});
