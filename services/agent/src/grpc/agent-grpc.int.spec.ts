@@ -493,10 +493,10 @@ describe('conversations over gRPC', () => {
 });
 
 describe('the agent process', () => {
-  it('stops on SIGTERM, draining its turn and conversation-index consumers, and exits 0', async () => {
+  it('stops on SIGTERM, draining its turn, conversation-index and budget-settlement consumers, and exits 0', async () => {
     client.close();
     expect(await agent.kill('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
     const drained = agent.stdoutLines.find((line) => line.includes('"step":"consumers-drained"'));
-    expect(drained, agent.tail()).toMatch(/"consumers":3/);
+    expect(drained, agent.tail()).toMatch(/"consumers":4/);
   });
 });
