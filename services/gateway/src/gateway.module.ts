@@ -1,14 +1,21 @@
 import type { KeelConfig, KeelLogger } from '@keel/runtime';
 import { KEEL_CONFIG, KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js';
 import { AuthGuard } from './auth/auth.guard.js';
+import { Authenticator } from './auth/authenticator.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
 import { ConfigController } from './config/config.controller.js';
 import { ConversationsController } from './conversations/conversations.controller.js';
+import { ConversationsGrpcController } from './grpc/conversations.grpc.js';
+import { GrpcCallerResolver } from './grpc/grpc-caller.js';
+import { PricingClient, pricingAddressFromEnv } from './grpc/pricing.client.js';
+import { PricingGrpcController } from './grpc/pricing.grpc.js';
 import { HealthController } from './health/health.controller.js';
 import { ProblemFilter } from './http/problem.filter.js';
+import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
+import { IdempotencyService } from './idempotency/idempotency.service.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RATE_LIMITER, RateLimitService, createRateLimiter } from './rate-limit/rate-limit.service.js';
 import { EventsFeedController } from './stream/events-feed.controller.js';
@@ -26,10 +33,15 @@ import { TenantsController } from './tenants/tenants.controller.js';
     ConfigController,
     ConversationsController,
     EventsFeedController,
+    // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
+    ConversationsGrpcController,
+    PricingGrpcController,
   ],
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+    IdempotencyService,
     // After the AuthGuard (guards run in this order): it counts the authenticated key.
     { provide: APP_GUARD, useClass: RateLimitGuard },
     {
@@ -38,6 +50,9 @@ import { TenantsController } from './tenants/tenants.controller.js';
       useFactory: (config: KeelConfig, logger: KeelLogger) => createRateLimiter(config, logger),
     },
     RateLimitService,
+    Authenticator,
+    GrpcCallerResolver,
+    { provide: PricingClient, useFactory: () => new PricingClient(pricingAddressFromEnv()) },
     {
       provide: OPERATOR_KEY,
       inject: [KEEL_LOGGER],

@@ -6,6 +6,11 @@ import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { REQUEST_ID_HEADER } from '../http/request-id.js';
 import { EventsFeedService } from '../stream/events-feed.service.js';
+import { IDEMPOTENT_REPLAY_HEADER } from '../idempotency/idempotency-key.js';
+import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
+import type { IdempotentRequest } from '../idempotency/idempotency.service.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
+import type { SubmittedTurn } from '../stream/turn-stream.js';
 import { TurnStreamService } from '../stream/turn-stream.js';
 import {
   parseCreateConversation,
@@ -22,8 +27,8 @@ import type {
 } from './conversation-views.js';
 import { conversationListView, conversationView, summaryView, wordOf } from './conversation-views.js';
 
-/** The part of Fastify's request the turn stream reads. */
-interface StreamRequest {
+/** The part of Fastify's request the send route reads. */
+interface StreamRequest extends IdempotentRequest {
   id: string;
   raw: IncomingMessage;
 }
@@ -31,8 +36,15 @@ interface StreamRequest {
 /** The part of Fastify's reply the send route answers with, or takes over for the stream. */
 interface StreamReply {
   code(status: number): { send(body: unknown): unknown };
+  header(name: string, value: string): unknown;
   hijack(): unknown;
   raw: ServerResponse;
+}
+
+/** What a send records for its Idempotency-Key: the answer, and where the turn's events start. */
+interface SentMessage {
+  body: { turnId: string };
+  version: number;
 }
 
 /** Whether the client asked for the turn stream (`Accept: text/event-stream`). */
@@ -49,6 +61,7 @@ export class ConversationsController {
     @Inject(AgentClient) private readonly agent: AgentClient,
     @Inject(TurnStreamService) private readonly turns: TurnStreamService,
     @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
+    @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
   ) {}
 
   /** `POST /v1/conversations` `{ agentId, title?, metadata? }` → 201 `{ id, agentId, status, createdAt }`. */
@@ -103,10 +116,12 @@ export class ConversationsController {
    * `POST /v1/conversations/{id}/messages` `{ content, ifBusy? }`: with `Accept: text/event-stream`
    * the turn's frames as SSE until it ends (a client leaving stops the reading, never the turn);
    * otherwise 202 `{ turnId }`. Bad body, unknown conversation, busy (409), over budget (402):
-   * problem+json before any frame.
+   * problem+json before any frame. A retry with the same `Idempotency-Key` starts no second turn:
+   * it answers the first turn's id, or streams that turn again from its start.
    */
   @Post(':id/messages')
   @Roles('editor')
+  @OwnIdempotency()
   async send(
     @Param('id') conversationId: string,
     @Body() body: unknown,
@@ -116,18 +131,39 @@ export class ConversationsController {
   ): Promise<void> {
     const fields = parseSendMessage(body);
     const context = callContextOf(caller, request.id);
+    const decision = await this.idempotency.begin<SentMessage>(caller, request);
+    let turn: SubmittedTurn;
+    if (decision.kind === 'replay') {
+      turn = { turnId: decision.response.body.turnId, version: decision.response.version };
+      reply.header(IDEMPOTENT_REPLAY_HEADER, 'true');
+    } else {
+      try {
+        turn = await this.turns.submit(context, {
+          conversationId,
+          ...fields,
+          ...(decision.kind === 'first' ? { idempotencyKey: decision.key } : {}),
+        });
+      } catch (error) {
+        if (decision.kind === 'first') await decision.release().catch(() => undefined);
+        throw error;
+      }
+      if (decision.kind === 'first')
+        await decision.complete({ body: { turnId: turn.turnId }, version: turn.version });
+    }
     if (!acceptsEventStream(request.raw.headers.accept)) {
-      const { turnId } = await this.turns.submit(context, { conversationId, ...fields });
-      reply.code(202).send({ turnId });
+      reply.code(202).send({ turnId: turn.turnId });
       return;
     }
     const closed = new AbortController();
-    const turn = await this.turns.sendAndStream(context, { conversationId, ...fields }, closed.signal);
+    const frames = this.turns.follow(context.tenantId, conversationId, turn, closed.signal);
     reply.hijack();
     void this.feeds.serve(
       reply.raw,
-      { [REQUEST_ID_HEADER]: request.id },
-      () => turn.frames,
+      {
+        [REQUEST_ID_HEADER]: request.id,
+        ...(decision.kind === 'replay' ? { [IDEMPOTENT_REPLAY_HEADER]: 'true' } : {}),
+      },
+      () => frames,
       { tenantId: context.tenantId, conversationId, turnId: turn.turnId },
       closed,
     );

@@ -1,0 +1,330 @@
+// The turn stream over HTTP (POST …/messages with Accept: text/event-stream), with the gateway,
+// the agent and the tools service as separate processes on real NATS and MongoDB, the model
+// played by the fake OpenAI server and the tool by the e2e webhook server. A streamed turn with
+// deltas pauses for approval, is approved from another connection and runs on to turn.completed
+// on the same stream; a retry with the same Idempotency-Key starts no second turn; a client that
+// disconnects mid-turn resumes on a second gateway process with Last-Event-ID, missing nothing.
+import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
+import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI, uniqueName } from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
+import type { SseFrame } from './support/sse-client.js';
+import { openSse } from './support/sse-client.js';
+import { startWebhookServer } from './support/webhook-server.js';
+
+const OPERATOR_KEY = `op_${uniqueName('turnstream')}`;
+
+describe('the turn stream (gateway, agent, tools as processes)', () => {
+  const env = platformEnv('turnstream', { KEEL_SSE_HEARTBEAT_MS: '500' });
+  let fake: FakeOpenAI;
+  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
+  let processes: ProcessHandle[] = [];
+  let baseA = '';
+  let baseB = '';
+  const keys = { admin: '', editor: '' };
+
+  const post = (
+    base: string,
+    path: string,
+    key: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const json = async (response: Response) => (await response.json()) as Record<string, unknown>;
+  const put = (path: string, body: unknown) =>
+    fetch(`${baseA}${path}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${keys.admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  /** Streams a message on gateway `base`. */
+  const streamMessage = (
+    base: string,
+    conversationId: string,
+    content: string,
+    headers: Record<string, string> = {},
+  ) =>
+    openSse(`${base}/v1/conversations/${conversationId}/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${keys.editor}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        ...headers,
+      },
+      body: JSON.stringify({ content }),
+    });
+
+  const conversation = async () => {
+    const created = await post(baseA, '/v1/conversations', keys.editor, { agentId: 'support' });
+    expect(created.status).toBe(201);
+    return (await json(created)).id as string;
+  };
+
+  /** The conversation's durable frames from the log (events feed on `base`), read until `last` arrives. */
+  const logFrames = async (base: string, conversationId: string, last: (f: SseFrame) => boolean) => {
+    const feed = await openSse(`${base}/v1/conversations/${conversationId}/events`, {
+      headers: { authorization: `Bearer ${keys.editor}` },
+    });
+    const frames = await feed.until(last);
+    feed.close();
+    return frames.filter((f) => !f.id!.includes('.'));
+  };
+
+  const isDelta = (f: SseFrame) => f.id!.includes('.');
+  const turnOf = (f: SseFrame) => (f.data as { turnId?: string }).turnId;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    webhook = await startWebhookServer();
+    const agentPort = await freePort();
+    const [portA, portB] = [await freePort(), await freePort()];
+    baseA = `http://127.0.0.1:${portA}`;
+    baseB = `http://127.0.0.1:${portB}`;
+    processes = await Promise.all([
+      startAgent(env, agentPort, fake.url),
+      startTools(env),
+      startGateway(env, { port: portA, grpcPort: await freePort(), agentPort }, OPERATOR_KEY, {
+        name: 'gateway-a',
+      }),
+      startGateway(env, { port: portB, grpcPort: await freePort(), agentPort }, OPERATOR_KEY, {
+        name: 'gateway-b',
+      }),
+    ]);
+    const tenant = await json(await post(baseA, '/v1/tenants', OPERATOR_KEY, { name: 'Acme' }));
+    keys.admin = (
+      await json(await post(baseA, `/v1/tenants/${tenant.id}/keys`, OPERATOR_KEY, { role: 'admin' }))
+    ).key as string;
+    keys.editor = (
+      await json(await post(baseA, `/v1/tenants/${tenant.id}/keys`, OPERATOR_KEY, { role: 'editor' }))
+    ).key as string;
+    webhook.setSecret((await json(await post(baseA, '/v1/webhook-secret', keys.admin))).secret as string);
+    expect(
+      (
+        await put('/v1/tools/refund', {
+          description: 'Refund an order',
+          inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+          kind: 'webhook',
+          url: webhook.url,
+          approval: 'always',
+          timeoutMs: 10_000,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await put('/v1/agents/support', { model: 'openai:gpt-4o-mini', tools: ['refund'], maxSteps: 4 }))
+        .status,
+    ).toBe(200);
+    expect((await put('/v1/providers/openai', { baseUrl: fake.url })).status).toBe(200);
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+    await fake?.close();
+    await webhook?.close();
+  });
+
+  let streamedConversation = '';
+  let streamedTurn = '';
+  let streamedFrames: SseFrame[] = [];
+
+  it('streams a turn with deltas, stays open through the approval decided on another connection, and ends after turn.completed', async () => {
+    fake.on(
+      lastUserMessageIncludes('refund B-2'),
+      fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'B-2' } }], {
+        text: 'Let me refund that.',
+        chunkSize: 5,
+      }),
+      fakeReply.text('Refunded B-2 for you.', { chunkSize: 4 }),
+    );
+    const conversationId = await conversation();
+    const stream = await streamMessage(baseA, conversationId, 'Please refund B-2', {
+      'idempotency-key': 'send-1',
+      'x-request-id': 'req-stream-1',
+    });
+    expect(stream.response.status).toBe(200);
+    expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(stream.response.headers.get('x-request-id')).toBe('req-stream-1');
+
+    const paused = await stream.until((f) => f.event === 'approval.required');
+    const turnId = turnOf(paused[0]!)!;
+    expect(paused[0]).toMatchObject({ event: 'turn.started', data: { turnId } });
+    const approval = paused.at(-1)!.data as { approvalId: string; name: string; args: unknown };
+    expect(approval).toMatchObject({ turnId, name: 'refund', args: { id: 'B-2' } });
+    // Paused: the stream stays open (heartbeats only) and nothing more comes until a decision.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(
+      stream.events().filter((f) => !isDelta(f)),
+      JSON.stringify(stream.events()),
+    ).toEqual(paused.filter((f) => !isDelta(f)));
+    expect(stream.frames.some((f) => f.comment === 'ping')).toBe(true);
+
+    const decided = await post(
+      baseA,
+      `/v1/conversations/${conversationId}/approvals/${approval.approvalId}`,
+      keys.editor,
+      {
+        decision: 'approve',
+      },
+    );
+    expect(decided.status).toBe(200);
+    await stream.ended;
+    const frames = stream.events();
+    expect(frames.at(-1)).toEqual({
+      id: expect.any(String),
+      event: 'turn.completed',
+      data: { turnId, finishReason: 'stop' },
+    });
+    expect(frames.filter((f) => !isDelta(f)).map((f) => f.event)).toEqual([
+      'turn.started',
+      'message.completed',
+      'usage',
+      'tool.call',
+      'approval.required',
+      'approval.decided',
+      'tool.result',
+      'message.completed',
+      'usage',
+      'turn.completed',
+    ]);
+    // Every frame is this turn's; the deltas spell the messages, with version.seq ids.
+    expect(frames.filter((f) => f.event !== 'approval.decided').every((f) => turnOf(f) === turnId)).toBe(
+      true,
+    );
+    const deltas = frames.filter((f) => f.event === 'message.delta');
+    expect(deltas.every((f) => /^\d+\.\d+$/.test(f.id!))).toBe(true);
+    expect(deltas.map((f) => (f.data as { text: string }).text).join('')).toBe(
+      'Let me refund that.Refunded B-2 for you.',
+    );
+    expect(frames.find((f) => f.event === 'tool.result')?.data).toMatchObject({ ok: true, name: 'refund' });
+    // The durable frames are exactly the log's, as the events feed serves them.
+    const durable = frames.filter((f) => !isDelta(f));
+    expect(await logFrames(baseB, conversationId, (f) => f.event === 'turn.completed')).toEqual(durable);
+    streamedConversation = conversationId;
+    streamedTurn = turnId;
+    streamedFrames = durable;
+  });
+
+  it('a retry with the same Idempotency-Key starts no second turn: it streams the first turn again, or answers its id', async () => {
+    const requests = fake.requests.length;
+    const hits = webhook.hits.length;
+    const again = await streamMessage(baseB, streamedConversation, 'Please refund B-2', {
+      'idempotency-key': 'send-1',
+    });
+    expect(again.response.status).toBe(200);
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    await again.ended;
+    expect(again.events().filter((f) => !isDelta(f))).toEqual(streamedFrames);
+
+    const plain = await post(
+      baseA,
+      `/v1/conversations/${streamedConversation}/messages`,
+      keys.editor,
+      { content: 'Please refund B-2' },
+      {
+        'idempotency-key': 'send-1',
+      },
+    );
+    expect(plain.status).toBe(202);
+    expect(await json(plain)).toEqual({ turnId: streamedTurn });
+
+    const other = await post(
+      baseA,
+      `/v1/conversations/${streamedConversation}/messages`,
+      keys.editor,
+      { content: 'Something else' },
+      {
+        'idempotency-key': 'send-1',
+      },
+    );
+    expect(other.status).toBe(409);
+    expect(await json(other)).toMatchObject({
+      code: 'conflict',
+      detail: expect.stringContaining('Idempotency-Key'),
+    });
+
+    const state = await json(
+      await fetch(`${baseA}/v1/conversations/${streamedConversation}`, {
+        headers: { authorization: `Bearer ${keys.editor}` },
+      }),
+    );
+    expect((state.messages as Array<{ role: string }>).filter((m) => m.role === 'user')).toHaveLength(1);
+    expect(fake.requests.length).toBe(requests);
+    expect(webhook.hits.length).toBe(hits);
+  });
+
+  it('errors come before the stream as problem+json: unknown conversation 404, bad body 400', async () => {
+    const unknown = await streamMessage(baseA, 'nope', 'hi');
+    expect(unknown.response.status).toBe(404);
+    expect(unknown.response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await unknown.response.json()).toMatchObject({ code: 'not_found' });
+    const bad = await post(
+      baseA,
+      `/v1/conversations/${streamedConversation}/messages`,
+      keys.editor,
+      { content: 7 },
+      {
+        accept: 'text/event-stream',
+      },
+    );
+    expect(bad.status).toBe(400);
+    expect(await json(bad)).toMatchObject({
+      code: 'invalid_request',
+      detail: expect.stringContaining('content'),
+    });
+  });
+
+  it('a client that disconnects mid-turn does not stop it, and resumes on a second gateway with Last-Event-ID: exactly the missed events', async () => {
+    fake.on(
+      lastUserMessageIncludes('refund C-3'),
+      fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'C-3' } }], { text: 'One moment.' }),
+      fakeReply.text('Refunded C-3, all done now.', { chunkSize: 3, chunkDelayMs: 30 }),
+    );
+    const conversationId = await conversation();
+    const stream = await streamMessage(baseA, conversationId, 'Please refund C-3');
+    const seen = await stream.until((f) => f.event === 'approval.required');
+    const approvalId = (seen.at(-1)!.data as { approvalId: string }).approvalId;
+    stream.close();
+    await stream.ended;
+    const lastSeen = seen.at(-1)!.id!;
+
+    // Decided on gateway B while no stream is open; the turn runs to its end without a reader.
+    expect(
+      (
+        await post(baseB, `/v1/conversations/${conversationId}/approvals/${approvalId}`, keys.editor, {
+          decision: 'approve',
+        })
+      ).status,
+    ).toBe(200);
+    const full = await logFrames(baseB, conversationId, (f) => f.event === 'turn.completed');
+
+    const resumed = await openSse(`${baseB}/v1/conversations/${conversationId}/events`, {
+      headers: { authorization: `Bearer ${keys.editor}`, 'last-event-id': lastSeen },
+    });
+    expect(resumed.response.status).toBe(200);
+    const after = (await resumed.until((f) => f.event === 'turn.completed')).filter((f) => !isDelta(f));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    resumed.close();
+    expect(resumed.events().filter((f) => !isDelta(f))).toEqual(after);
+    expect(after.map((f) => f.event)).toEqual([
+      'approval.decided',
+      'tool.result',
+      'message.completed',
+      'usage',
+      'turn.completed',
+    ]);
+    // No gap, no duplicate: what A sent plus what B sent is the log.
+    expect([...seen.filter((f) => !isDelta(f)), ...after]).toEqual(full);
+    expect(webhook.hits.filter((h) => h.body.conversationId === conversationId)).toHaveLength(1);
+  });
+});

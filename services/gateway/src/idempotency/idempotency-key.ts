@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import { ValidationError } from '@keel/core';
+import type { Principal } from '../auth/principal.js';
+
+/** The request header (API.md Conventions). */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+
+/** Set on a response that repeats the first response to the same key. */
+export const IDEMPOTENT_REPLAY_HEADER = 'idempotent-replayed';
+
+// Printable ASCII, bounded: it is hashed into the store's key, never logged or stored in clear.
+const ACCEPTED = /^[\x21-\x7e]{1,255}$/;
+
+/** The request's `Idempotency-Key`, or undefined without one; a malformed one is a 400 naming it. */
+export const idempotencyKeyOf = (header: string | string[] | undefined): string | undefined => {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header) || !ACCEPTED.test(header)) {
+    throw new ValidationError('Idempotency-Key must be one value of 1 to 255 printable ASCII characters', {
+      field: 'Idempotency-Key',
+    });
+  }
+  return header;
+};
+
+/** JSON with object keys sorted: the same body in another key order is the same request. */
+const canonical = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+};
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/**
+ * The store key of a request: the key is per tenant (the operator is its own scope), per method
+ * and path. Hashed, so the caller's key is never stored in clear.
+ */
+export const scopedKey = (principal: Principal, method: string, path: string, key: string): string =>
+  sha256(
+    JSON.stringify([
+      principal.kind === 'tenant' ? `tenant:${principal.tenantId}` : 'operator',
+      method,
+      path,
+      key,
+    ]),
+  );
+
+/** What identifies the request's body: a retry must send the same one. */
+export const fingerprintOf = (body: unknown): string => sha256(canonical(body ?? null));

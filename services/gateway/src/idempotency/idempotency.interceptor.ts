@@ -1,0 +1,72 @@
+import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import { Inject, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Observable } from 'rxjs';
+import { concatMap, from, of, catchError, throwError } from 'rxjs';
+import type { KeelLogger } from '@keel/runtime';
+import { KEEL_LOGGER } from '@keel/runtime';
+import type { AuthenticatedRequest } from '../auth/principal.js';
+import { IDEMPOTENT_REPLAY_HEADER } from './idempotency-key.js';
+import type { IdempotentRequest } from './idempotency.service.js';
+import { IdempotencyService } from './idempotency.service.js';
+
+const OWN_IDEMPOTENCY = 'keel:own-idempotency';
+
+/** Marks a POST route that applies Idempotency-Key itself (the streaming send). */
+export const OwnIdempotency = (): MethodDecorator => SetMetadata(OWN_IDEMPOTENCY, true);
+
+/** The part of Fastify's reply the interceptor sets a header on. */
+interface ReplyWithHeader {
+  header(name: string, value: string): unknown;
+}
+
+/**
+ * Applies `Idempotency-Key` to every authenticated POST route (see IdempotencyService): the
+ * handler's result is recorded as the response to repeat; a retry gets it back, marked with
+ * `Idempotent-Replayed: true`, with the route's status, and the handler does not run.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(
+    @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest & IdempotentRequest>();
+    if (request.method !== 'POST' || !request.principal) return next.handle();
+    if (this.reflector.get<boolean>(OWN_IDEMPOTENCY, context.getHandler())) return next.handle();
+    const principal = request.principal;
+    return from(this.idempotency.begin<{ body: unknown }>(principal, request)).pipe(
+      concatMap((decision) => {
+        if (decision.kind === 'none') return next.handle();
+        if (decision.kind === 'replay') {
+          context.switchToHttp().getResponse<ReplyWithHeader>().header(IDEMPOTENT_REPLAY_HEADER, 'true');
+          return of(decision.response.body);
+        }
+        return next.handle().pipe(
+          concatMap((body: unknown) => from(this.record(decision.complete, body, request.id))),
+          catchError((error: unknown) =>
+            from(decision.release().catch(() => undefined)).pipe(concatMap(() => throwError(() => error))),
+          ),
+        );
+      }),
+    );
+  }
+
+  /** Records the response; the work is done, so a failed write is logged and the response still sent. */
+  private async record(
+    complete: (response: { body: unknown }) => Promise<void>,
+    body: unknown,
+    requestId: string,
+  ): Promise<unknown> {
+    try {
+      await complete({ body: body ?? null });
+    } catch (error) {
+      this.logger.warn({ requestId, err: error }, 'recording the idempotent response failed');
+    }
+    return body;
+  }
+}
