@@ -16,10 +16,16 @@ import {
 import { ToolsModule } from '@keel/tools/module';
 import { announceDevMode, ensureDevOperatorKey } from './dev/dev-start.js';
 import { GatewayModule } from './gateway.module.js';
+import { GATEWAY_GRPC_SERVICES } from './grpc/grpc-services.js';
 import { createGatewayHttpAdapter } from './http/http-adapter.js';
 
 const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 'handleSignals'>[] = [
-  { service: 'gateway', module: GatewayModule, httpAdapter: createGatewayHttpAdapter },
+  {
+    service: 'gateway',
+    module: GatewayModule,
+    httpAdapter: createGatewayHttpAdapter,
+    grpcServices: GATEWAY_GRPC_SERVICES,
+  },
   { service: 'agent', module: AgentModule, grpcServices: AGENT_GRPC_SERVICES },
   { service: 'tools', module: ToolsModule },
   { service: 'audit', module: AuditModule },

@@ -1,0 +1,210 @@
+import { once } from 'node:events';
+import type { Metadata } from '@grpc/grpc-js';
+import { ValidationError } from '@keel/core';
+import type {
+  CancelTurnRequest,
+  CancelTurnResponse,
+  ConversationServiceController,
+  CreateConversationRequest,
+  CreateConversationResponse,
+  DecideApprovalRequest,
+  DecideApprovalResponse,
+  GetConversationRequest,
+  GetConversationResponse,
+  ListConversationsRequest,
+  ListConversationsResponse,
+  SendMessageRequest,
+  TurnEvent,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import { ConversationServiceControllerMethods } from '@keel/proto/keel/conversations/v1/conversations';
+import type { KeelLogger } from '@keel/runtime';
+import { KEEL_LOGGER } from '@keel/runtime';
+import { Controller, Inject } from '@nestjs/common';
+import { from, Observable } from 'rxjs';
+import type { CallContext } from '../agent-client/agent.client.js';
+import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
+import type { RouteRole } from '../auth/principal.js';
+import { MAX_CONTENT_CHARS, parseCreateConversation } from '../conversations/conversation-requests.js';
+import type { SendMessageFields } from '../conversations/conversation-requests.js';
+import { TurnStreamService } from '../stream/turn-stream.js';
+import type { HeaderSink } from './grpc-caller.js';
+import { GrpcCallerResolver } from './grpc-caller.js';
+import { rpcErrorOf } from './rpc-error.js';
+import { turnEventOf } from './turn-events.js';
+
+const EDITOR: readonly RouteRole[] = ['editor'];
+const VIEWER: readonly RouteRole[] = ['viewer'];
+
+/** The server-streaming call as far as backpressure goes (grpc-js ServerWritableStream). */
+interface WritableCall extends HeaderSink {
+  writableNeedDrain?: boolean;
+  on(event: 'drain', listener: () => void): unknown;
+}
+
+const IF_BUSY: Readonly<Record<string, SendMessageFields['ifBusy']>> = {
+  IF_BUSY_UNSPECIFIED: 'IF_BUSY_REJECT',
+  IF_BUSY_REJECT: 'IF_BUSY_REJECT',
+  IF_BUSY_ENQUEUE: 'IF_BUSY_ENQUEUE',
+  IF_BUSY_INTERRUPT: 'IF_BUSY_INTERRUPT',
+};
+
+/** Checks SendMessage's own fields as the HTTP body check does (content 1..MAX chars, a known if_busy). */
+const sendFields = (request: SendMessageRequest): SendMessageFields & { conversationId: string } => {
+  const conversationId = request.conversationId ?? '';
+  if (conversationId === '')
+    throw new ValidationError('conversation_id is required', { field: 'conversation_id' });
+  const content = request.content ?? '';
+  if (content.length === 0 || content.length > MAX_CONTENT_CHARS) {
+    throw new ValidationError(`content must be 1 to ${MAX_CONTENT_CHARS} characters`, { field: 'content' });
+  }
+  // proto-loader hands enums over by name; a number outside the enum arrives as the number.
+  const ifBusy = IF_BUSY[String(request.ifBusy ?? 'IF_BUSY_UNSPECIFIED')];
+  if (!ifBusy)
+    throw new ValidationError('if_busy must be REJECT, ENQUEUE or INTERRUPT', { field: 'if_busy' });
+  return { conversationId, content, ifBusy };
+};
+
+/**
+ * keel.conversations.v1.ConversationService, the public conversation API over gRPC: the caller
+ * is resolved from its metadata as HTTP resolves it, each unary RPC is one call of the agent
+ * service, and SendMessage streams the same frames as the HTTP turn stream (TurnStreamService),
+ * as TurnEvents. A caller that goes away stops its reading, never the turn.
+ */
+@Controller()
+@ConversationServiceControllerMethods()
+export class ConversationsGrpcController implements ConversationServiceController {
+  constructor(
+    @Inject(GrpcCallerResolver) private readonly callers: GrpcCallerResolver,
+    @Inject(AgentClient) private readonly agent: AgentClient,
+    @Inject(TurnStreamService) private readonly turns: TurnStreamService,
+    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+  ) {}
+
+  createConversation(
+    request: CreateConversationRequest,
+    metadata?: Metadata,
+    call?: HeaderSink,
+  ): Observable<CreateConversationResponse> {
+    return this.unary('CreateConversation', EDITOR, metadata, call, request.actingUserId, (context) => {
+      const fields = parseCreateConversation({
+        agentId: request.agentId,
+        ...(request.title ? { title: request.title } : {}),
+        metadata: request.metadata ?? {},
+      });
+      return this.agent.call('createConversation', context, {
+        request: { ...fields, idempotencyKey: request.idempotencyKey ?? '' },
+      });
+    });
+  }
+
+  getConversation(
+    request: GetConversationRequest,
+    metadata?: Metadata,
+    call?: HeaderSink,
+  ): Observable<GetConversationResponse> {
+    return this.unary('GetConversation', VIEWER, metadata, call, undefined, (context) =>
+      this.agent.call('getConversation', context, { request: { conversationId: request.conversationId } }),
+    );
+  }
+
+  listConversations(
+    request: ListConversationsRequest,
+    metadata?: Metadata,
+    call?: HeaderSink,
+  ): Observable<ListConversationsResponse> {
+    return this.unary('ListConversations', VIEWER, metadata, call, undefined, (context) =>
+      this.agent.call('listConversations', context, {
+        request: { limit: request.limit ?? 0, cursor: request.cursor ?? '' },
+      }),
+    );
+  }
+
+  decideApproval(
+    request: DecideApprovalRequest,
+    metadata?: Metadata,
+    call?: HeaderSink,
+  ): Observable<DecideApprovalResponse> {
+    return this.unary('DecideApproval', EDITOR, metadata, call, request.actingUserId, (context) =>
+      this.agent.call('decideApproval', context, { request: { ...request, actingUserId: '' } }),
+    );
+  }
+
+  cancelTurn(
+    request: CancelTurnRequest,
+    metadata?: Metadata,
+    call?: HeaderSink,
+  ): Observable<CancelTurnResponse> {
+    return this.unary('CancelTurn', EDITOR, metadata, call, request.actingUserId, (context) =>
+      this.agent.call('cancelTurn', context, { request: { ...request, actingUserId: '' } }),
+    );
+  }
+
+  sendMessage(request: SendMessageRequest, metadata?: Metadata, call?: WritableCall): Observable<TurnEvent> {
+    return new Observable<TurnEvent>((subscriber) => {
+      // Aborted when the caller goes away (Nest unsubscribes): the reading stops, the turn runs on.
+      const reading = new AbortController();
+      let context: CallContext | undefined;
+      void (async () => {
+        try {
+          const caller = await this.callers.resolve(metadata, EDITOR, 'SendMessage', {
+            actingUserId: request.actingUserId,
+            ...(call ? { call } : {}),
+          });
+          context = callContextOf(caller.principal, caller.requestId);
+          const fields = sendFields(request);
+          const turn = await this.turns.sendAndStream(
+            context,
+            { ...fields, ...(request.idempotencyKey ? { idempotencyKey: request.idempotencyKey } : {}) },
+            reading.signal,
+          );
+          for await (const frame of turn.frames) {
+            if (subscriber.closed) break;
+            const event = turnEventOf(frame);
+            if (!event) continue;
+            subscriber.next(event);
+            // Nest writes synchronously in next(); a full socket buffer waits for the client here,
+            // so a slow reader holds no more than the feed's own bounded buffer.
+            if (call?.writableNeedDrain) await once(call as never, 'drain', { signal: reading.signal });
+          }
+          subscriber.complete();
+        } catch (error) {
+          if (subscriber.closed || reading.signal.aborted) return;
+          subscriber.error(rpcErrorOf(error, this.logger, this.logContext('SendMessage', context)));
+        }
+      })();
+      return () => reading.abort();
+    });
+  }
+
+  /** One unary RPC: resolve the caller, build its CallContext, run `work`, map a failure to its status. */
+  private unary<T>(
+    method: string,
+    roles: readonly RouteRole[],
+    metadata: Metadata | undefined,
+    call: HeaderSink | undefined,
+    actingUserId: string | undefined,
+    work: (context: CallContext) => Promise<T>,
+  ): Observable<T> {
+    let context: CallContext | undefined;
+    const run = async (): Promise<T> => {
+      try {
+        const caller = await this.callers.resolve(metadata, roles, method, {
+          ...(actingUserId ? { actingUserId } : {}),
+          ...(call ? { call } : {}),
+        });
+        context = callContextOf(caller.principal, caller.requestId);
+        return await work(context);
+      } catch (error) {
+        throw rpcErrorOf(error, this.logger, this.logContext(method, context));
+      }
+    };
+    return from(run());
+  }
+
+  private logContext(method: string, context: CallContext | undefined): Record<string, unknown> {
+    return {
+      rpc: `ConversationService.${method}`,
+      ...(context ? { tenantId: context.tenantId, correlationId: context.correlationId } : {}),
+    };
+  }
+}

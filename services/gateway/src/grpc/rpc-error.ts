@@ -1,0 +1,27 @@
+import { Metadata } from '@grpc/grpc-js';
+import type { GrpcErrorLogger } from '@keel/runtime';
+import { toRpcException } from '@keel/runtime';
+import type { RpcException } from '@nestjs/microservices';
+import { RateLimitedError, retryAfterSeconds } from '../rate-limit/rate-limit.service.js';
+
+/** An RpcException grpc-js can also read directly (`code`, `details`, `metadata`). */
+export type GatewayRpcError = RpcException & { code: number; details: string; metadata: Metadata };
+
+/**
+ * The status a failed gateway RPC ends with, mapped once (grpc-status.ts): KeelErrors by code,
+ * anything else INTERNAL with its cause logged. The exception also carries `code`/`details` as
+ * own fields, so the status survives whichever exception filter hands it to grpc-js; a rate-limit
+ * refusal adds `retry-after` (seconds) to the trailers.
+ */
+export const rpcErrorOf = (
+  error: unknown,
+  logger: GrpcErrorLogger,
+  context: Record<string, unknown>,
+): GatewayRpcError => {
+  const exception = toRpcException(error, logger, context);
+  const status = exception.getError() as { code: number; message: string };
+  const metadata = new Metadata();
+  if (error instanceof RateLimitedError)
+    metadata.set('retry-after', String(retryAfterSeconds(error.decision)));
+  return Object.assign(exception, { code: status.code, details: status.message, metadata });
+};

@@ -1,0 +1,96 @@
+import type { TurnEvent } from '@keel/proto/keel/conversations/v1/conversations';
+import { Decision } from '@keel/proto/keel/conversations/v1/conversations';
+import type { FeedFrame } from '../stream/feed-frames.js';
+
+type Data = Record<string, unknown>;
+
+const str = (value: unknown): string => (typeof value === 'string' ? value : '');
+const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+const json = (value: unknown): string => JSON.stringify(value ?? {});
+const errorText = (error: unknown): string =>
+  typeof error === 'string' ? error : str((error as Data).message) || JSON.stringify(error);
+
+/** The payload of each frame name (API.md "The turn stream"), as keel.conversations.v1.TurnEvent sets it. */
+const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
+  'turn.started': (d) => ({ turnStarted: { turnId: str(d.turnId) } }),
+  'message.delta': (d) => ({ messageDelta: { turnId: str(d.turnId), text: str(d.text) } }),
+  'tool.call': (d) => ({
+    toolCall: {
+      turnId: str(d.turnId),
+      toolCallId: str(d.toolCallId),
+      name: str(d.name),
+      argsJson: json(d.args),
+    },
+  }),
+  'approval.required': (d) => ({
+    approvalRequired: {
+      turnId: str(d.turnId),
+      approvalId: str(d.approvalId),
+      toolCallId: str(d.toolCallId),
+      name: str(d.name),
+      argsJson: json(d.args),
+    },
+  }),
+  'approval.decided': (d) => ({
+    approvalDecided: {
+      approvalId: str(d.approvalId),
+      decision:
+        d.decision === 'approve'
+          ? Decision.APPROVE
+          : d.decision === 'deny'
+            ? Decision.DENY
+            : Decision.UNSPECIFIED,
+      by: str(d.by),
+    },
+  }),
+  'tool.result': (d) => ({
+    toolResult: {
+      turnId: str(d.turnId),
+      toolCallId: str(d.toolCallId),
+      name: str(d.name),
+      ok: d.ok === true,
+      ...(d.result !== undefined ? { resultJson: JSON.stringify(d.result) } : {}),
+      // The proto's `error` is the text the model sees: the SSE error object's message.
+      ...(d.error !== undefined && d.error !== null ? { error: errorText(d.error) } : {}),
+    },
+  }),
+  'message.completed': (d) => ({
+    messageCompleted: { turnId: str(d.turnId), messageId: str(d.messageId), text: str(d.text) },
+  }),
+  usage: (d) => ({
+    usage: {
+      turnId: str(d.turnId),
+      model: str(d.model),
+      promptTokens: num(d.promptTokens),
+      completionTokens: num(d.completionTokens),
+      cacheReadTokens: num(d.cacheReadTokens),
+      ...(typeof d.costUsd === 'number' ? { costUsd: d.costUsd } : {}),
+    },
+  }),
+  context: (d) => ({
+    context: {
+      turnId: str(d.turnId),
+      contextTokens: num(d.contextTokens),
+      windowTokens: num(d.windowTokens),
+    },
+  }),
+  'turn.completed': (d) => ({ turnCompleted: { turnId: str(d.turnId), finishReason: str(d.finishReason) } }),
+  'turn.failed': (d) => {
+    const error = (typeof d.error === 'object' && d.error !== null ? d.error : {}) as Data;
+    return {
+      turnFailed: { turnId: str(d.turnId), error: { code: str(error.code), message: str(error.message) } },
+    };
+  },
+  'turn.cancelled': (d) => ({ turnCancelled: { turnId: str(d.turnId) } }),
+};
+
+/**
+ * The TurnEvent of a turn-stream frame: the same id and event name as the SSE frame, the data as
+ * the typed payload (JSON values of `args` / `result` as JSON text). Undefined for a name API.md
+ * does not list (never sent).
+ */
+export const turnEventOf = (frame: FeedFrame): TurnEvent | undefined => {
+  if (!Object.hasOwn(PAYLOADS, frame.event)) return undefined;
+  const data = (typeof frame.data === 'object' && frame.data !== null ? frame.data : {}) as Data;
+  return { id: frame.id, event: frame.event, ...PAYLOADS[frame.event]!(data) };
+};
