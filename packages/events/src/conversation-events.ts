@@ -21,6 +21,11 @@ export interface ModelUsage {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   costUsd: number | null;
+  /**
+   * Why `costUsd` is null (an unknown model, pricing unreachable); absent when priced. Added
+   * before any version was published, optional, so events written without it read the same.
+   */
+  costReason?: string;
 }
 
 /** A typed error carried by failed turns and tool results. */

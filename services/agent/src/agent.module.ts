@@ -18,12 +18,17 @@ import { AgentController } from './grpc/agent.controller.js';
 import { AjvToolCatalog, TOOL_CATALOG } from './grpc/tool-catalog.provider.js';
 import { createModelStep } from './model/langchain-model-step.js';
 import type { ModelStep } from './model/model-step.js';
+import { GrpcUsagePricing } from './pricing/grpc-usage-pricing.js';
+import type { UsagePricing } from './pricing/usage-pricing.js';
 import { ConversationService } from './runtime/conversation.service.js';
 import { TenantConfigService } from './runtime/tenant-config.service.js';
 import { TurnWorker } from './runtime/turn-worker.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
+
+/** Nest injection token of the UsagePricing the turn worker prices model calls with (the pricing service over gRPC). */
+export const USAGE_PRICING = Symbol.for('keel.agent.usage-pricing');
 
 /** Nest injection token of the per-tenant ConversationIndex. */
 export const CONVERSATION_INDEX = Symbol.for('keel.agent.conversation-index');
@@ -131,6 +136,9 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
     },
     { provide: TOOL_CATALOG, useFactory: () => new AjvToolCatalog() },
     { provide: MODEL_STEP, useFactory: (): ModelStep => createModelStep() },
+    // PRICING_GRPC_URL, else the pricing service's port on this host (dev mode). Not closed on
+    // shutdown: steps still draining after the module closes price their usage through it.
+    { provide: USAGE_PRICING, useFactory: (): UsagePricing => new GrpcUsagePricing() },
     {
       provide: TurnWorker,
       inject: [
@@ -141,6 +149,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         TOOL_CATALOG,
         SecretBox,
         KEEL_LOGGER,
+        USAGE_PRICING,
       ],
       useFactory: (
         infra: Infrastructure,
@@ -150,6 +159,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         catalog: AjvToolCatalog,
         secrets: SecretBox,
         logger: KeelLogger,
+        pricing: UsagePricing,
       ) =>
         // infra.bus tracks the worker's consumers, so the shutdown drains them before the outbox flush.
         new TurnWorker({
@@ -160,6 +170,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           modelStep,
           catalog,
           secrets,
+          pricing,
           logger: logger.child({ component: 'turn-worker' }),
           // How long a model step may go silent before another instance takes it over (tests shorten it).
           ackWaitMs: Number(process.env.KEEL_AGENT_ACK_WAIT_MS ?? 30_000),

@@ -15,6 +15,7 @@ import { ConversationConflictError } from '../conversation/conversation.decider.
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
 import { guardToolCall } from '../guard/tool-guard.js';
 import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/model-step.js';
+import type { PricedUsage, UsagePricing } from '../pricing/usage-pricing.js';
 import { promptMessages } from '../prompt/prompt.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { CallContext } from './context.js';
@@ -43,6 +44,8 @@ export interface TurnWorkerDeps {
   catalog: ToolCatalog;
   /** Opens tenants' sealed provider keys; without it only process-wide credentials are used. */
   secrets?: SecretBox;
+  /** Prices each model call (the pricing service); without it every call is recorded unpriced. */
+  pricing?: UsagePricing;
   logger: WorkerLogger;
   /** Model steps run at once by this instance (other conversations wait). Default 32. */
   concurrency?: number;
@@ -190,6 +193,9 @@ export class TurnWorker {
     } finally {
       if (this.inFlight.get(key)?.controller === controller) this.inFlight.delete(key);
     }
+    // The usage instant selects the price in force; it is also the recorded output's `at`.
+    const at = new Date().toISOString();
+    const priced = await this.priceUsage(output, at, log);
 
     // Providers' call ids are not unique (the demo model's repeat, some providers have none); the
     // ledger and Idempotency-Key need ids unique per tenant, so each call gets a Keel id, which the
@@ -226,11 +232,12 @@ export class TurnWorker {
           completionTokens: output.usage.completionTokens,
           cacheReadTokens: output.usage.cacheReadTokens,
           cacheWriteTokens: output.usage.cacheWriteTokens,
-          // Priced by the pricing service (issue 5); unknown until then, never a silent 0.
-          costUsd: null,
+          // null only when pricing could not price it, with the reason: never a silent 0.
+          costUsd: priced.costUsd,
+          ...(priced.reason !== undefined ? { costReason: priced.reason } : {}),
         },
         approvalIds: Object.fromEntries(calls.map((c) => [c.toolCallId, uuidv7()])),
-        at: new Date().toISOString(),
+        at,
       });
     } catch (error) {
       if (error instanceof ConversationConflictError) {
@@ -242,8 +249,25 @@ export class TurnWorker {
     logger.info({ ...log, toolCalls: calls.length, model: output.model }, 'model step recorded');
     bus.ephemeral.publish(
       { kind: 'deltas', tenantId, conversationId },
-      { type: 'context', turnId: turn.turnId, step, contextTokens: output.contextTokens, windowTokens: null },
+      {
+        type: 'context',
+        turnId: turn.turnId,
+        step,
+        contextTokens: output.contextTokens,
+        windowTokens: priced.windowTokens,
+      },
     );
+  }
+
+  /** The call's cost and the model's window from pricing; unpriced (with a warning saying why) when it cannot. */
+  private async priceUsage(output: ModelStepOutput, at: string, log: object): Promise<PricedUsage> {
+    const priced = this.deps.pricing
+      ? await this.deps.pricing.price({ model: output.model, ...output.usage, at })
+      : { costUsd: null, reason: 'no pricing service configured', windowTokens: null };
+    if (priced.costUsd === null) {
+      this.deps.logger.warn({ ...log, model: output.model, reason: priced.reason }, 'model call not priced');
+    }
+    return priced;
   }
 
   private async fail(

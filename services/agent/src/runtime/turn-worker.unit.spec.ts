@@ -11,6 +11,7 @@ import { eventuallyTrue } from '@keel/core/testing';
 import type { ToolDefinition } from '@keel/events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelStepInput, ModelStepOutput } from '../model/model-step.js';
+import type { UsagePricing, UsageToPrice } from '../pricing/usage-pricing.js';
 import type { CallContext } from './context.js';
 import { ConversationService } from './conversation.service.js';
 import { TenantConfigService } from './tenant-config.service.js';
@@ -68,7 +69,10 @@ const scriptedModel = (scripts: Record<string, Script>) => {
   return { step, calls };
 };
 
-const setup = async (scripts: Record<string, Script>, options: { workers?: number } = {}) => {
+const setup = async (
+  scripts: Record<string, Script>,
+  options: { workers?: number; pricing?: UsagePricing } = {},
+) => {
   const store = new InMemoryEventStore();
   const bus = new InMemoryEventBus({ logger: silent });
   const relay = new OutboxRelay({
@@ -89,7 +93,16 @@ const setup = async (scripts: Record<string, Script>, options: { workers?: numbe
   const workers = Array.from(
     { length: options.workers ?? 1 },
     () =>
-      new TurnWorker({ store, bus, conversations, config, modelStep: model.step, catalog, logger: silent }),
+      new TurnWorker({
+        store,
+        bus,
+        conversations,
+        config,
+        modelStep: model.step,
+        catalog,
+        logger: silent,
+        ...(options.pricing ? { pricing: options.pricing } : {}),
+      }),
   );
   // A stand-in for the tools service: executes requested (or approved) calls and reports the outcome.
   const executed: string[] = [];
@@ -194,6 +207,62 @@ describe('turn worker', () => {
     expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual(
       [],
     );
+  });
+
+  it('records each step’s cost and the model’s window from pricing, priced at the instant of the call', async () => {
+    const asked: UsageToPrice[] = [];
+    const pricing: UsagePricing = {
+      price: async (usage) => {
+        asked.push(usage);
+        return asked.length === 1
+          ? { costUsd: 0.0125, windowTokens: 128_000 }
+          : { costUsd: null, reason: 'pricing unavailable (UNAVAILABLE: down)', windowTokens: null };
+      },
+    };
+    const t = await setup(
+      {
+        'where is order 7?': [
+          { toolCalls: [{ toolCallId: 'call_1', name: 'lookup', args: { id: '7' } }] },
+          { text: 'Order 7 ships tomorrow.' },
+        ],
+      },
+      { pricing },
+    );
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, id, { content: 'where is order 7?' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    const events = await t.store.read('acme', `conversation-${id}`);
+    const usage = events.filter((e) => e.type === 'UsageRecorded').map((e) => e.data);
+    expect(usage).toEqual([
+      expect.objectContaining({ step: 1, model: 'gpt-test', costUsd: 0.0125 }),
+      expect.objectContaining({
+        step: 2,
+        costUsd: null,
+        costReason: 'pricing unavailable (UNAVAILABLE: down)',
+      }),
+    ]);
+    expect(usage[0]).not.toHaveProperty('costReason');
+    // The price is the one in force when the call ended: the instant the output is recorded with.
+    const completed = events
+      .filter((e) => e.type === 'AssistantMessageCompleted')
+      .map((e) => (e.data as { at: string }).at);
+    expect(asked.map((u) => u.at)).toEqual(completed);
+    expect(asked[0]).toMatchObject({
+      model: 'gpt-test',
+      promptTokens: 10,
+      completionTokens: 5,
+      cacheReadTokens: 0,
+    });
+    await eventuallyTrue(
+      async () => t.deltas.filter((d) => (d.data as { type: string }).type === 'context').length === 2,
+      2_000,
+    );
+    const windows = t.deltas
+      .filter((d) => (d.data as { type: string }).type === 'context')
+      .map((d) => (d.data as { windowTokens: number | null }).windowTokens);
+    expect(windows).toEqual([128_000, null]);
+    expect((await t.conversations.get('acme', id)).usage.costUsd).toBe(0.0125);
   });
 
   it('two tool results arriving in separate commits start the next step once', async () => {

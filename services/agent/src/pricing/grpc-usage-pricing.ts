@@ -1,0 +1,113 @@
+import type { Client, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
+import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { DEFAULT_GRPC_PORTS, PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import type { PricedUsage, UsagePricing, UsageToPrice } from './usage-pricing.js';
+import { uncachedInputTokens } from './usage-pricing.js';
+
+/**
+ * The pricing service's address: `PRICING_GRPC_URL`, else this host on `PRICING_GRPC_PORT` or the
+ * pricing service's default port (what the one-process dev mode binds it to).
+ */
+export const pricingAddressFromEnv = (env: NodeJS.ProcessEnv = process.env): string =>
+  env['PRICING_GRPC_URL']?.trim() ||
+  `127.0.0.1:${env['PRICING_GRPC_PORT']?.trim() || DEFAULT_GRPC_PORTS.pricing}`;
+
+/** Timing of the calls to the pricing service. */
+export interface PricingCallOptions {
+  /** Deadline of one attempt. Default 2 s. */
+  deadlineMs?: number;
+  /** Attempts in all (UNAVAILABLE and DEADLINE_EXCEEDED are retried). Default 3. */
+  attempts?: number;
+  /** Pause before the first retry, doubled after each. Default 100 ms. */
+  backoffMs?: number;
+}
+
+/** keel.pricing.v1.ComputeCostResponse as proto-loader decodes it (`oneofs: true`: the optional is set or absent). */
+interface ComputeCostResponse {
+  costUsd?: number;
+  reason?: string;
+  price?: { contextWindowTokens?: number };
+}
+
+type Callback = (error: ServiceError | null, response?: ComputeCostResponse) => void;
+type Unary = (request: object, metadata: Metadata, options: { deadline: Date }, callback: Callback) => void;
+
+const RETRIED = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
+
+/**
+ * Prices usage with the pricing service's ComputeCost over gRPC, with a deadline per attempt and
+ * retries with backoff when the service is unreachable or slow. The answer's price carries the
+ * model's context window. An unknown model, or a pricing service that stays unreachable, gives
+ * `costUsd: null` and the reason; it never throws and never makes up a 0.
+ */
+export class GrpcUsagePricing implements UsagePricing {
+  private readonly client: Client;
+  private readonly deadlineMs: number;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+
+  constructor(address: string = pricingAddressFromEnv(), options: PricingCallOptions = {}) {
+    const definition = loadSync('keel/pricing/v1/pricing.proto', {
+      ...PROTO_LOADER_OPTIONS,
+      includeDirs: [protoRoot()],
+    });
+    const root = loadPackageDefinition(definition) as unknown as {
+      keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
+    };
+    this.client = new root.keel.pricing.v1.PricingService(address, credentials.createInsecure());
+    this.deadlineMs = options.deadlineMs ?? 2_000;
+    this.attempts = Math.max(1, options.attempts ?? 3);
+    this.backoffMs = options.backoffMs ?? 100;
+  }
+
+  async price(usage: UsageToPrice): Promise<PricedUsage> {
+    const request = {
+      model: usage.model,
+      inputTokens: uncachedInputTokens(usage),
+      outputTokens: usage.completionTokens,
+      cacheReadTokens: usage.cacheReadTokens,
+      cacheWriteTokens: usage.cacheWriteTokens,
+      at: usage.at,
+    };
+    let lastError: ServiceError | undefined;
+    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+      if (attempt > 1) await sleep(this.backoffMs * 2 ** (attempt - 2));
+      try {
+        const response = await this.computeCost(request);
+        const window = response.price?.contextWindowTokens;
+        const windowTokens = window !== undefined && window > 0 ? window : null;
+        if (typeof response.costUsd === 'number') return { costUsd: response.costUsd, windowTokens };
+        return { costUsd: null, reason: response.reason || 'the pricing service gave no cost', windowTokens };
+      } catch (error) {
+        lastError = error as ServiceError;
+        if (!RETRIED.has(lastError.code)) break;
+      }
+    }
+    const code = lastError ? (status[lastError.code] ?? String(lastError.code)) : 'UNKNOWN';
+    return {
+      costUsd: null,
+      reason: `pricing unavailable (${code}: ${lastError?.details ?? 'no answer'})`,
+      windowTokens: null,
+    };
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.client.close();
+  }
+
+  private computeCost(request: object): Promise<ComputeCostResponse> {
+    const method = (this.client as unknown as Record<string, Unary>)['computeCost'];
+    if (!method) return Promise.reject(new Error('PricingService has no RPC computeCost'));
+    const deadline = new Date(Date.now() + this.deadlineMs);
+    return new Promise((resolve, reject) => {
+      method.call(this.client, request, new Metadata(), { deadline }, (error, response) => {
+        if (error) reject(error);
+        else resolve(response ?? {});
+      });
+    });
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
