@@ -2,7 +2,8 @@
 // sends 10×N messages at once (each to its own conversation) — at most N turns run, the rest are
 // refused with 402 budget_exceeded and leave nothing in their conversation; after the turns end,
 // the month's spend is N × the cost of one turn. Gateway, agent and tools run as processes on real
-// NATS and FerretDB; the model is the test kit's fake OpenAI server with fixed token counts.
+// NATS and FerretDB, with the pricing service pricing each model call; the model is the test
+// kit's fake OpenAI server with fixed token counts.
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, startFakeOpenAI, startProcess, uniqueName } from '@keel/testkit';
@@ -34,6 +35,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
   let agent: ProcessHandle;
   let tools: ProcessHandle;
   let gateway: ProcessHandle;
+  let pricing: ProcessHandle;
   let store: MongoEventStore;
   let base = '';
   let tenantId = '';
@@ -70,10 +72,25 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     fake = await startFakeOpenAI();
     store = await MongoEventStore.connect(env.MONGODB_URL!);
     const agentPort = await freePort();
+    const pricingPort = await freePort();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
+    pricing = await startProcess({
+      name: 'pricing',
+      entry: 'services/pricing/src/main.ts',
+      env: { ...env, GRPC_PORT: String(pricingPort) },
+      readyLine: /"msg":"ready"/,
+    });
     [agent, tools, gateway] = await Promise.all([
-      startAgent({ ...env, KEEL_BUDGET_TURN_RESERVE_USD: String(TURN_USD) }, agentPort, fake.url),
+      startAgent(
+        {
+          ...env,
+          KEEL_BUDGET_TURN_RESERVE_USD: String(TURN_USD),
+          PRICING_GRPC_URL: `127.0.0.1:${pricingPort}`,
+        },
+        agentPort,
+        fake.url,
+      ),
       startTools(env),
       startProcess({
         name: 'gateway',
@@ -95,6 +112,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
 
   afterAll(async () => {
     await Promise.all([gateway?.kill('SIGTERM'), agent?.kill('SIGTERM'), tools?.kill('SIGTERM')]);
+    await pricing?.kill('SIGTERM');
     await store?.close();
     await fake?.close();
   });
@@ -168,8 +186,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
         return (state.body as { usage: { costUsd: number } }).usage.costUsd;
       }),
     );
-    const turnCost = costs[0]!;
-    expect(costs).toEqual(Array<number>(N).fill(turnCost));
+    for (const cost of costs) expect(cost).toBeCloseTo(TURN_USD, 9);
 
     const events = await eventually(
       async () => {
@@ -185,19 +202,33 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
       Array<number>(N).fill(TURN_USD),
     );
     const settled = events.filter((e) => e.type === 'BudgetSettled');
-    const released = events.filter((e) => e.type === 'BudgetReleased');
-    // An unpriced turn (costUsd 0 from the API) counts 0: it is settled at 0 when it recorded usage.
-    expect(settled.length + released.length).toBe(N);
+    expect(settled.map((e) => e.data)).toEqual(
+      admitted.map(() => expect.objectContaining({ costUsd: expect.closeTo(TURN_USD, 9), unpricedSteps: 0 })),
+    );
     const spent = settled.reduce((sum, e) => sum + (e.data as { costUsd: number }).costUsd, 0);
-    expect(spent).toBeCloseTo(N * turnCost, 9);
+    expect(spent).toBeCloseTo(N * TURN_USD, 9);
   });
 
-  it('a later message is refused exactly when the spend has reached the budget', async () => {
-    fake.script(fakeReply.text('Done.', { usage: USAGE }));
-    const state = await call('GET', `/v1/conversations/${admitted[0]!}`, key);
-    const turnCost = (state.body as { usage: { costUsd: number } }).usage.costUsd;
-    const next = await send(admitted[0]!, 'one more');
-    // Priced turns: the N settled turns spent the whole budget. Unpriced (cost 0): room is left.
-    expect(next.status).toBe(N * turnCost >= BUDGET_USD - 1e-9 ? 402 : 202);
+  it('the spent budget refuses the next message, streamed or not, and writes nothing', async () => {
+    const id = admitted[0]!;
+    const before = await store.streamVersion(tenantId, `conversation-${id}`);
+    const next = await send(id, 'one more');
+    expect(next.status).toBe(402);
+    expect(next.body).toMatchObject({ code: 'budget_exceeded' });
+    expect((next.body as { detail: string }).detail).toMatch(/0\.09 USD spent, 0 USD reserved/);
+    const streamed = await fetch(`${base}/v1/conversations/${id}/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify({ content: 'and one more' }),
+    });
+    expect(streamed.status).toBe(402);
+    expect(streamed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await streamed.json()).toMatchObject({ code: 'budget_exceeded' });
+    expect(await store.streamVersion(tenantId, `conversation-${id}`)).toBe(before);
+    expect(fake.requests.filter((r) => r.path.endsWith('/chat/completions'))).toHaveLength(N);
   });
 });
