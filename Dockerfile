@@ -1,5 +1,8 @@
 # One image for every Keel service; the container's command picks the service:
 #   node services/<gateway|agent|tools|audit|pricing>/dist/main.js
+# Stage 1 compiles TypeScript with the dev dependencies; stage 2 holds production dependencies
+# only (npm ci --omit=dev), the compiled dist folders and the files read at run time, as a
+# non-root user. The same steps run without Docker: npm ci, npm run build, node services/*/dist/main.js.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
@@ -47,6 +50,10 @@ COPY --from=build /app/services/agent/dist services/agent/dist
 COPY --from=build /app/services/tools/dist services/tools/dist
 COPY --from=build /app/services/audit/dist services/audit/dist
 COPY --from=build /app/services/pricing/dist services/pricing/dist
+# The model price catalogue the pricing service loads at start.
+COPY --from=build /app/services/pricing/catalogue services/pricing/catalogue
+# The image's `node` user (uid 1000): nothing the service runs can write to /app.
 USER node
 ENV GRPC_HOST=0.0.0.0
+EXPOSE 8080 50051 50052 50053 50054 50055
 CMD ["node", "services/gateway/dist/main.js"]

@@ -15,6 +15,7 @@ export default defineConfig({
             'packages/*/src/**/*.unit.spec.ts',
             'services/*/src/**/*.unit.spec.ts',
             'proto/test/**/*.unit.spec.ts',
+            'deploy/**/*.unit.spec.ts',
           ],
         },
       },
