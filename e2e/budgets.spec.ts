@@ -4,11 +4,15 @@
 // the month's spend is N × the cost of one turn. Gateway, agent and tools run as processes on real
 // NATS and FerretDB, with the pricing service pricing each model call; the model is the test
 // kit's fake OpenAI server with fixed token counts.
+import type { ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
+import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import { MongoEventStore } from '@keel/core/mongodb';
+import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, startFakeOpenAI, startProcess, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformEnv, startAgent, startTools } from './support/platform.js';
+import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
 
 const OPERATOR_KEY = `op_${uniqueName('budgets')}`;
 
@@ -22,6 +26,32 @@ const N = 3;
 const TURN_USD = 0.03;
 const BUDGET_USD = N * TURN_USD;
 const USAGE = { promptTokens: 100_000, completionTokens: 25_000 };
+
+/** The status a streaming SendMessage on the gateway's public gRPC API ends with. */
+const grpcSendStatus = (address: string, key: string, request: object) => {
+  const definition = loadSync('keel/conversations/v1/conversations.proto', {
+    ...PROTO_LOADER_OPTIONS,
+    includeDirs: [protoRoot()],
+  });
+  const root = loadPackageDefinition(definition) as unknown as {
+    keel: { conversations: { v1: { ConversationService: ServiceClientConstructor } } };
+  };
+  const client = new root.keel.conversations.v1.ConversationService(
+    address,
+    credentials.createInsecure(),
+  ) as unknown as {
+    sendMessage(request: object, metadata: Metadata): NodeJS.EventEmitter;
+    close(): void;
+  };
+  const metadata = new Metadata();
+  metadata.set('authorization', `Bearer ${key}`);
+  return new Promise<{ code: number; details: string }>((resolve) => {
+    const call = client.sendMessage(request, metadata);
+    call.on('data', () => undefined);
+    call.on('error', (error: ServiceError) => resolve({ code: error.code, details: error.details }));
+    call.on('end', () => resolve({ code: status.OK, details: '' }));
+  }).finally(() => client.close());
+};
 
 interface Answer {
   status: number;
@@ -38,6 +68,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
   let pricing: ProcessHandle;
   let store: MongoEventStore;
   let base = '';
+  let grpcAddress = '';
   let tenantId = '';
   let key = '';
   const conversations: string[] = [];
@@ -74,7 +105,9 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     const agentPort = await freePort();
     const pricingPort = await freePort();
     const port = await freePort();
+    const grpcPort = await freePort();
     base = `http://127.0.0.1:${port}`;
+    grpcAddress = `127.0.0.1:${grpcPort}`;
     pricing = await startProcess({
       name: 'pricing',
       entry: 'services/pricing/src/main.ts',
@@ -92,21 +125,8 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
         fake.url,
       ),
       startTools(env),
-      startProcess({
-        name: 'gateway',
-        entry: 'services/gateway/src/main.ts',
-        env: {
-          ...env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          GRPC_PORT: String(await freePort()),
-          KEEL_OPERATOR_KEY: OPERATOR_KEY,
-          AGENT_GRPC_URL: `127.0.0.1:${agentPort}`,
-          // The burst below is one key's 10×N requests at once: only the budget may refuse them.
-          KEEL_RATE_LIMIT_RPM: '0',
-        },
-        readyLine: /"msg":"ready"/,
-      }),
+      // The burst below is one key's 10×N requests at once: only the budget may refuse them.
+      startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY, { extra: { KEEL_RATE_LIMIT_RPM: '0' } }),
     ]);
   }, 180_000);
 
@@ -209,7 +229,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     expect(spent).toBeCloseTo(N * TURN_USD, 9);
   });
 
-  it('the spent budget refuses the next message, streamed or not, and writes nothing', async () => {
+  it('the spent budget refuses the next message (HTTP, SSE, gRPC) and writes nothing', async () => {
     const id = admitted[0]!;
     const before = await store.streamVersion(tenantId, `conversation-${id}`);
     const next = await send(id, 'one more');
@@ -228,6 +248,9 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     expect(streamed.status).toBe(402);
     expect(streamed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(await streamed.json()).toMatchObject({ code: 'budget_exceeded' });
+    const overGrpc = await grpcSendStatus(grpcAddress, key, { conversationId: id, content: 'via gRPC' });
+    expect(overGrpc.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(overGrpc.details).toMatch(/monthly budget of 0\.09 USD is used up/);
     expect(await store.streamVersion(tenantId, `conversation-${id}`)).toBe(before);
     expect(fake.requests.filter((r) => r.path.endsWith('/chat/completions'))).toHaveLength(N);
   });
