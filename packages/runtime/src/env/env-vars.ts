@@ -209,6 +209,7 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'KEEL_RATE_LIMIT_RPM',
     kind: { type: 'integer', min: 0, max: 10_000_000, unit: 'a number of requests per minute' },
     readers: ['gateway'],
+    default: '600',
     doc: 'requests per minute per API key (0: off)',
   },
   {
@@ -305,6 +306,24 @@ export const ENV_VARS: readonly EnvVar[] = [
     readers: ['tools'],
     default: '30000',
     doc: "the tool-call consumer's ack wait",
+  },
+
+  // Audit.
+  {
+    name: 'KEEL_AUDIT_ACK_WAIT_MS',
+    kind: ms(100, 3_600_000),
+    readers: ['audit'],
+    default: '30000',
+    doc: "the audit consumer's ack wait: how soon a killed audit process's delivery is redelivered",
+  },
+
+  // Audit.
+  {
+    name: 'KEEL_AUDIT_ACK_WAIT_MS',
+    kind: ms(1000, 3_600_000),
+    readers: ['audit'],
+    default: '30000',
+    doc: "the audit projection consumer's ack wait: how long a dead audit process blocks it",
   },
 
   // Dev mode (`npm start`) only.

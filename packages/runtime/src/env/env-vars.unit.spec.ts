@@ -26,6 +26,7 @@ const NAME = '([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|PORT|HOST)';
 const READS = [
   new RegExp(`\\benv\\.${NAME}\\b`, 'g'), // process.env.X, env.X
   new RegExp(`\\benv\\[\\s*['"]${NAME}['"]\\s*\\]`, 'g'), // env['X']
+  new RegExp(`\\breadEnv\\(\\s*['"]${NAME}['"]`, 'g'), // readEnv('X')
   new RegExp(`\\benv\\s*,\\s*['"]${NAME}['"]`, 'g'), // read(env, 'X'), port(env, 'X', …)
   /['"]([A-Z][A-Z0-9]*_(?:API_KEY|BASE_URL|GRPC_URL))['"]/g, // provider keys and addresses by name
 ];
@@ -128,7 +129,7 @@ describe('the configuration schema', () => {
     expect(readEnv('KEEL_AGENT_CONCURRENCY', {})).toBe(32);
     expect(readEnv('KEEL_AGENT_CONCURRENCY', { KEEL_AGENT_CONCURRENCY: ' 4 ' })).toBe(4);
     expect(readEnv('KEEL_BUDGET_TURN_RESERVE_USD', { KEEL_BUDGET_TURN_RESERVE_USD: '0.5' })).toBe(0.5);
-    expect(readEnv('KEEL_RATE_LIMIT_RPM', {})).toBeUndefined();
+    expect(readEnv('KEEL_RATE_LIMIT_BUCKET', {})).toBeUndefined();
     expect(() => readEnv('KEEL_NOPE', {})).toThrow(ConfigError);
   });
 });
