@@ -9,7 +9,7 @@ import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc
 import { loadSync } from '@grpc/proto-loader';
 import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import { eventually, fakeReply, freePort, startFakeOpenAI, uniqueName } from '@keel/testkit';
+import { eventually, fakeReply, freePort, startFakeOpenAI, startProcess, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
 import { startWebhookServer } from './support/webhook-server.js';
@@ -36,16 +36,14 @@ type RawClient = Record<
   close(): void;
 };
 
-/** A ConversationService client on the gateway's gRPC port, metadata per call. */
-const conversationsClient = (address: string) => {
-  const definition = loadSync('keel/conversations/v1/conversations.proto', {
-    ...PROTO_LOADER_OPTIONS,
-    includeDirs: [protoRoot()],
-  });
+/** A client of `service` (e.g. `conversations.v1.ConversationService`) at `address`, metadata per call. */
+const grpcClient = (address: string, protoFile: string, service: string) => {
+  const definition = loadSync(protoFile, { ...PROTO_LOADER_OPTIONS, includeDirs: [protoRoot()] });
+  const [area, version, name] = service.split('.') as [string, string, string];
   const root = loadPackageDefinition(definition) as unknown as {
-    keel: { conversations: { v1: { ConversationService: ServiceClientConstructor } } };
+    keel: Record<string, Record<string, Record<string, ServiceClientConstructor>>>;
   };
-  const raw = new root.keel.conversations.v1.ConversationService(
+  const raw = new root.keel[area]![version]![name]!(
     address,
     credentials.createInsecure(),
   ) as unknown as RawClient;
@@ -77,6 +75,14 @@ const conversationsClient = (address: string) => {
   const stream = (key: string | undefined, request: object) => raw.sendMessage(request, metadataOf(key));
   return { unary, headersOf, stream, close: () => raw.close() };
 };
+
+/** A ConversationService client on the gateway's gRPC port. */
+const conversationsClient = (address: string) =>
+  grpcClient(address, 'keel/conversations/v1/conversations.proto', 'conversations.v1.ConversationService');
+
+/** A PricingService client (on the gateway's port, or the pricing service's own). */
+const pricingClient = (address: string) =>
+  grpcClient(address, 'keel/pricing/v1/pricing.proto', 'pricing.v1.PricingService');
 
 /** The status code a gRPC call failed with. */
 const codeOf = async (call: Promise<unknown>): Promise<number | undefined> => {
@@ -171,6 +177,8 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
   let processes: ProcessHandle[] = [];
   let base = '';
   let grpc: ReturnType<typeof conversationsClient>;
+  let pricingViaGateway: ReturnType<typeof pricingClient>;
+  let pricingDirect: ReturnType<typeof pricingClient>;
   const keys = { admin: '', editor: '', viewer: '', otherEditor: '' };
 
   const http = async (
@@ -217,13 +225,24 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     const agentPort = await freePort();
     const port = await freePort();
     const grpcPort = await freePort();
+    const pricingPort = await freePort();
     base = `http://127.0.0.1:${port}`;
     processes = await Promise.all([
       startAgent(env, agentPort, fake.url),
       startTools(env),
-      startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY),
+      startProcess({
+        name: 'pricing',
+        entry: 'services/pricing/src/main.ts',
+        env: { ...env, GRPC_PORT: String(pricingPort) },
+        readyLine: /"msg":"ready"/,
+      }),
+      startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY, {
+        extra: { PRICING_GRPC_URL: `127.0.0.1:${pricingPort}` },
+      }),
     ]);
     grpc = conversationsClient(`127.0.0.1:${grpcPort}`);
+    pricingViaGateway = pricingClient(`127.0.0.1:${grpcPort}`);
+    pricingDirect = pricingClient(`127.0.0.1:${pricingPort}`);
     const issue = async (tenantId: unknown, role: string) =>
       (await json(await http('POST', `/v1/tenants/${String(tenantId)}/keys`, OPERATOR_KEY, { role })))
         .key as string;
@@ -254,6 +273,8 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
 
   afterAll(async () => {
     grpc?.close();
+    pricingViaGateway?.close();
+    pricingDirect?.close();
     await Promise.all(processes.map((p) => p.kill('SIGTERM')));
     await fake?.close();
     await webhook?.close();
@@ -435,5 +456,35 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
       },
     );
     expect(headers.get('x-request-id')).toEqual(['req-grpc-42']);
+  });
+
+  it('passes PricingService through to the pricing service: reads for any key, SetPrice for the operator only', async () => {
+    const direct = await pricingDirect.unary<{ models: Array<{ model: string }> }>(
+      'listModels',
+      undefined,
+      {},
+    );
+    const viaGateway = await pricingViaGateway.unary('listModels', keys.viewer, {});
+    expect(direct.models.length).toBeGreaterThan(0);
+    expect(viaGateway).toEqual(direct);
+    expect(await codeOf(pricingViaGateway.unary('listModels', undefined, {}))).toBe(status.UNAUTHENTICATED);
+    expect(await codeOf(pricingViaGateway.unary('getPrice', keys.viewer, { model: 'nobody:no-model' }))).toBe(
+      status.NOT_FOUND,
+    );
+
+    const price = {
+      model: 'openai:gpt-4o-mini',
+      inputUsdPerMtok: 1.25,
+      outputUsdPerMtok: 2.5,
+      reason: 'e2e',
+    };
+    expect(await codeOf(pricingViaGateway.unary('setPrice', keys.admin, price))).toBe(
+      status.PERMISSION_DENIED,
+    );
+    await pricingViaGateway.unary('setPrice', OPERATOR_KEY, price);
+    const now = await pricingViaGateway.unary<{
+      price: { inputUsdPerMtok: number; outputUsdPerMtok: number };
+    }>('getPrice', keys.viewer, { model: 'openai:gpt-4o-mini' });
+    expect(now.price).toMatchObject({ inputUsdPerMtok: 1.25, outputUsdPerMtok: 2.5 });
   });
 });

@@ -1,5 +1,9 @@
 // Rate limits per API key, held across gateway instances: two gateway processes on the same NATS
 // (counters in a JetStream KV bucket) and an agent, with a limit of 10 requests per minute.
+import type { ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
+import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 import type { ProcessHandle } from '@keel/testkit';
 import { freePort, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +35,32 @@ const call = async (base: string, path: string, key?: string, init: RequestInit 
   };
 };
 
+/** Calls the gateway's PricingService.ListModels with `key`; resolves the call's status. */
+const listModels = (address: string, key: string) => {
+  const definition = loadSync('keel/pricing/v1/pricing.proto', {
+    ...PROTO_LOADER_OPTIONS,
+    includeDirs: [protoRoot()],
+  });
+  const root = loadPackageDefinition(definition) as unknown as {
+    keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
+  };
+  const client = new root.keel.pricing.v1.PricingService(
+    address,
+    credentials.createInsecure(),
+  ) as unknown as {
+    listModels(request: object, metadata: Metadata, callback: (error: ServiceError | null) => void): void;
+    close(): void;
+  };
+  const metadata = new Metadata();
+  metadata.set('authorization', `Bearer ${key}`);
+  return new Promise<{ code: number; metadata?: Metadata }>((resolve) => {
+    client.listModels({}, metadata, (error) => {
+      client.close();
+      resolve(error ? { code: error.code, metadata: error.metadata } : { code: status.OK });
+    });
+  });
+};
+
 /** Waits for a fresh minute when the current one has too little left for a burst to fit in it. */
 const inOneWindow = async (neededMs: number) => {
   const left = 60_000 - (Date.now() % 60_000);
@@ -45,6 +75,7 @@ describe('rate limits per key across two gateway processes', () => {
   let agent: ProcessHandle;
   let gateways: ProcessHandle[] = [];
   const bases: string[] = [];
+  const grpcAddresses: string[] = [];
 
   beforeAll(async () => {
     const agentPort = await freePort();
@@ -52,8 +83,10 @@ describe('rate limits per key across two gateway processes', () => {
     gateways = await Promise.all(
       ['gateway-a', 'gateway-b'].map(async (name) => {
         const port = await freePort();
+        const grpcPort = await freePort();
         bases.push(`http://127.0.0.1:${port}`);
-        return startGateway(env, { port, grpcPort: await freePort(), agentPort }, OPERATOR_KEY, { name });
+        grpcAddresses.push(`127.0.0.1:${grpcPort}`);
+        return startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY, { name });
       }),
     );
   }, 180_000);
@@ -62,7 +95,7 @@ describe('rate limits per key across two gateway processes', () => {
     await Promise.all([...gateways.map((gateway) => gateway.kill('SIGTERM')), agent?.kill('SIGTERM')]);
   });
 
-  it('a key over its limit, spread over both gateways, gets 429 rate_limited with Retry-After; another key and the probes are not limited', async () => {
+  it('a key over its limit, spread over both gateways, gets 429 rate_limited with Retry-After (gRPC: RESOURCE_EXHAUSTED); another key and the probes are not limited', async () => {
     await inOneWindow(20_000);
     const [a, b] = bases as [string, string];
     // Two of the operator's ten: a tenant and its admin key.
@@ -95,6 +128,13 @@ describe('rate limits per key across two gateway processes', () => {
       expect(Number.isInteger(retryAfter)).toBe(true);
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(60);
+    }
+
+    // The same key over gRPC, on either gateway: RESOURCE_EXHAUSTED with a retry-after trailer.
+    for (const address of grpcAddresses) {
+      const refused = await listModels(address, OPERATOR_KEY);
+      expect(refused.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect(Number(refused.metadata?.get('retry-after')[0])).toBeGreaterThanOrEqual(1);
     }
 
     // The tenant's key has its own count; the probes are never counted.

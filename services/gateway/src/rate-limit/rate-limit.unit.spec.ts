@@ -1,0 +1,57 @@
+import type { RateLimiter } from '@keel/core';
+import { InMemoryRateLimiter } from '@keel/core';
+import { createLogger } from '@keel/runtime';
+import type { ExecutionContext } from '@nestjs/common';
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../auth/principal.js';
+import { problemOf } from '../http/problem.js';
+import { rateLimitPolicyFromEnv } from './rate-limit-policy.js';
+import { RateLimitGuard } from './rate-limit.guard.js';
+import { RateLimitedError, RateLimitService } from './rate-limit.service.js';
+
+const silent = createLogger('gateway', { level: 'silent' });
+const editor: Principal = { kind: 'tenant', tenantId: 't1', keyId: 'key-1', role: 'editor', userId: 'key-1' };
+
+const httpContext = (principal: Principal | undefined, headers: Record<string, string>): ExecutionContext =>
+  ({
+    getType: () => 'http',
+    switchToHttp: () => ({
+      getRequest: () => ({ principal }),
+      getResponse: () => ({ header: (name: string, value: string) => (headers[name] = value) }),
+    }),
+  }) as unknown as ExecutionContext;
+
+describe('rate limits at the HTTP edge', () => {
+  it('reads KEEL_RATE_LIMIT_RPM: 600 per minute by default, 0 is off, anything else not a number is refused', () => {
+    expect(rateLimitPolicyFromEnv({})).toEqual({ limit: 600, windowMs: 60_000 });
+    expect(rateLimitPolicyFromEnv({ KEEL_RATE_LIMIT_RPM: ' 0 ' })).toEqual({ limit: 0, windowMs: 60_000 });
+    expect(() => rateLimitPolicyFromEnv({ KEEL_RATE_LIMIT_RPM: '10/s' })).toThrow(/KEEL_RATE_LIMIT_RPM/);
+  });
+
+  it('answers a key over its limit 429 rate_limited with Retry-After in whole seconds', async () => {
+    let now = 90_000; // 30 s before the window ends
+    const guard = new RateLimitGuard(
+      new RateLimitService(new InMemoryRateLimiter({ limit: 2, windowMs: 60_000 }, () => now), silent),
+    );
+    const headers: Record<string, string> = {};
+    expect(await guard.canActivate(httpContext(editor, headers))).toBe(true);
+    expect(headers).toMatchObject({ 'ratelimit-limit': '2', 'ratelimit-remaining': '1' });
+    await guard.canActivate(httpContext(editor, headers));
+    now += 100;
+    const refused = await guard.canActivate(httpContext(editor, headers)).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(headers['retry-after']).toBe('30');
+    expect(problemOf(refused).problem).toMatchObject({ status: 429, code: 'rate_limited' });
+    // The probes carry no principal: never counted.
+    expect(await guard.canActivate(httpContext(undefined, {}))).toBe(true);
+  });
+
+  it('lets the request through when the counters cannot be reached', async () => {
+    const broken: RateLimiter = {
+      policy: { limit: 1, windowMs: 60_000 },
+      hit: () => Promise.reject(new Error('nats down')),
+      close: () => Promise.resolve(),
+    };
+    expect(await new RateLimitService(broken, silent).check(editor)).toBeUndefined();
+  });
+});
