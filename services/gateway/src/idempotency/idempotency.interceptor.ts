@@ -3,6 +3,7 @@ import { Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import { concatMap, from, of, catchError, throwError } from 'rxjs';
+import { PreconditionError } from '@keel/core';
 import type { KeelLogger } from '@keel/runtime';
 import { KEEL_LOGGER } from '@keel/runtime';
 import type { AuthenticatedRequest } from '../auth/principal.js';
@@ -15,6 +16,22 @@ const OWN_IDEMPOTENCY = 'keel:own-idempotency';
 /** Marks a POST route that applies Idempotency-Key itself (the streaming send). */
 export const OwnIdempotency = (): MethodDecorator => SetMetadata(OWN_IDEMPOTENCY, true);
 
+/** What is kept of a response for its retries. */
+interface RecordedResponse {
+  body: unknown;
+  /** The response held a secret shown once: not kept, so a retry cannot be answered with it. */
+  secretShownOnce?: boolean;
+}
+
+const holdsSecret = (body: unknown): boolean =>
+  typeof body === 'object' && body !== null && ('key' in body || 'secret' in body);
+
+const secretNotKept = (): PreconditionError =>
+  new PreconditionError(
+    'Idempotency-Key: the first request with this key succeeded; its response held a secret that is shown once and not kept',
+    { details: { conflict: true, field: 'Idempotency-Key' } },
+  );
+
 /** The part of Fastify's reply the interceptor sets a header on. */
 interface ReplyWithHeader {
   header(name: string, value: string): unknown;
@@ -24,6 +41,10 @@ interface ReplyWithHeader {
  * Applies `Idempotency-Key` to every authenticated POST route (see IdempotencyService): the
  * handler's result is recorded as the response to repeat; a retry gets it back, marked with
  * `Idempotent-Replayed: true`, with the route's status, and the handler does not run.
+ *
+ * A response that carries a secret shown once (an issued API key, a webhook secret: a `key` or
+ * `secret` field) is not stored: its retry does not do the work again either, but is answered 409
+ * (the secret cannot be shown twice; revoke it and issue another).
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -39,10 +60,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (request.method !== 'POST' || !request.principal) return next.handle();
     if (this.reflector.get<boolean>(OWN_IDEMPOTENCY, context.getHandler())) return next.handle();
     const principal = request.principal;
-    return from(this.idempotency.begin<{ body: unknown }>(principal, request)).pipe(
+    return from(this.idempotency.begin<RecordedResponse>(principal, request)).pipe(
       concatMap((decision) => {
         if (decision.kind === 'none') return next.handle();
         if (decision.kind === 'replay') {
+          if (decision.response.secretShownOnce) throw secretNotKept();
           context.switchToHttp().getResponse<ReplyWithHeader>().header(IDEMPOTENT_REPLAY_HEADER, 'true');
           return of(decision.response.body);
         }
@@ -58,12 +80,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /** Records the response; the work is done, so a failed write is logged and the response still sent. */
   private async record(
-    complete: (response: { body: unknown }) => Promise<void>,
+    complete: (response: RecordedResponse) => Promise<void>,
     body: unknown,
     requestId: string,
   ): Promise<unknown> {
     try {
-      await complete({ body: body ?? null });
+      await complete(holdsSecret(body) ? { body: null, secretShownOnce: true } : { body: body ?? null });
     } catch (error) {
       this.logger.warn({ requestId, err: error }, 'recording the idempotent response failed');
     }
