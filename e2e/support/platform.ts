@@ -28,6 +28,15 @@ export const startAgent = (env: Record<string, string>, port: number, openaiUrl:
     readyLine: /"msg":"ready"/,
   });
 
+/** Starts a pricing service process serving gRPC on `port` (agents find it through PRICING_GRPC_URL). */
+export const startPricing = (env: Record<string, string>, port: number, name = 'pricing') =>
+  startProcess({
+    name,
+    entry: 'services/pricing/src/main.ts',
+    env: { ...env, GRPC_PORT: String(port) },
+    readyLine: /"msg":"ready"/,
+  });
+
 /** Starts a tools service process. */
 export const startTools = async (env: Record<string, string>): Promise<ProcessHandle> =>
   startProcess({

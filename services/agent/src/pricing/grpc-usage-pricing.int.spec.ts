@@ -33,13 +33,14 @@ const usage = {
   at: '2026-03-01T12:00:00.000Z',
 };
 
+const serviceDefinition = () =>
+  loadSync('keel/pricing/v1/pricing.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [protoRoot()] })[
+    'keel.pricing.v1.PricingService'
+  ] as ServiceDefinition;
+
 beforeAll(async () => {
-  const definition = loadSync('keel/pricing/v1/pricing.proto', {
-    ...PROTO_LOADER_OPTIONS,
-    includeDirs: [protoRoot()],
-  });
   server = new Server();
-  server.addService(definition['keel.pricing.v1.PricingService'] as ServiceDefinition, {
+  server.addService(serviceDefinition(), {
     ComputeCost: (
       call: ServerUnaryCall<Record<string, unknown>, object>,
       callback: sendUnaryData<object>,
@@ -136,11 +137,39 @@ describe('GrpcUsagePricing', () => {
     expect(requests).toHaveLength(2);
   });
 
-  it('answers null with the reason when nothing listens at the address', async () => {
-    const pricing = new GrpcUsagePricing(`127.0.0.1:${await freePort()}`, { attempts: 2, backoffMs: 10 });
+  it('answers null with the reason when nothing listens at the address, within its attempts’ deadlines', async () => {
+    const pricing = new GrpcUsagePricing(`127.0.0.1:${await freePort()}`, {
+      attempts: 2,
+      reconnectWaitMs: 200,
+    });
     clients.push(pricing);
+    const started = Date.now();
     const priced = await pricing.price(usage);
-    expect(priced).toMatchObject({ costUsd: null, reason: expect.stringContaining('UNAVAILABLE') });
+    expect(priced).toMatchObject({ costUsd: null, reason: expect.stringContaining('pricing unavailable') });
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it('reaches a service that starts listening while a call waits for the channel to reconnect', async () => {
+    const port = await freePort();
+    const pricing = new GrpcUsagePricing(`127.0.0.1:${port}`, { attempts: 2, reconnectWaitMs: 3_000 });
+    clients.push(pricing);
+    const answer = pricing.price(usage);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const late = new Server();
+    late.addService(serviceDefinition(), {
+      ComputeCost: (_call: ServerUnaryCall<object, object>, callback: sendUnaryData<object>) =>
+        callback(null, { costUsd: 0.25, reason: '', price: { contextWindowTokens: 1_000 } }),
+    });
+    await new Promise<void>((resolve, reject) =>
+      late.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (error) =>
+        error ? reject(error) : resolve(),
+      ),
+    );
+    try {
+      expect(await answer).toEqual({ costUsd: 0.25, windowTokens: 1_000 });
+    } finally {
+      late.forceShutdown();
+    }
   });
 });
 

@@ -15,12 +15,14 @@ export const pricingAddressFromEnv = (env: NodeJS.ProcessEnv = process.env): str
 
 /** Timing of the calls to the pricing service. */
 export interface PricingCallOptions {
-  /** Deadline of one attempt. Default 2 s. */
+  /** Deadline of one attempt. Default 1.5 s. */
   deadlineMs?: number;
-  /** Attempts in all (UNAVAILABLE and DEADLINE_EXCEEDED are retried). Default 3. */
+  /** Attempts in all (UNAVAILABLE and DEADLINE_EXCEEDED are retried). Default 2. */
   attempts?: number;
-  /** Pause before the first retry, doubled after each. Default 100 ms. */
+  /** After a missed deadline: the pause before the retry, doubled after each. Default 100 ms. */
   backoffMs?: number;
+  /** After UNAVAILABLE: how long to wait for the channel to (re)connect before the retry. Default 1 s. */
+  reconnectWaitMs?: number;
 }
 
 /** keel.pricing.v1.ComputeCostResponse as proto-loader decodes it (`oneofs: true`: the optional is set or absent). */
@@ -36,8 +38,19 @@ type Unary = (request: object, metadata: Metadata, options: { deadline: Date }, 
 const RETRIED = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
 
 /**
+ * The channel reconnects at least every second while the service is down (grpc-js's default
+ * backoff grows to two minutes: a restarted pricing service would go unused that long).
+ */
+const CHANNEL_OPTIONS = {
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1_000,
+};
+
+/**
  * Prices usage with the pricing service's ComputeCost over gRPC, with a deadline per attempt and
- * retries with backoff when the service is unreachable or slow. The answer's price carries the
+ * a retry when the service is unreachable (after waiting up to a second for the channel to
+ * reconnect: a restarted service is reached at once) or slow. Calls fail fast otherwise, so a
+ * pricing service that is down costs a step about a second, not several deadlines. The answer's price carries the
  * model's context window. An unknown model, or a pricing service that stays unreachable, gives
  * `costUsd: null` and the reason; it never throws and never makes up a 0.
  */
@@ -46,6 +59,7 @@ export class GrpcUsagePricing implements UsagePricing {
   private readonly deadlineMs: number;
   private readonly attempts: number;
   private readonly backoffMs: number;
+  private readonly reconnectWaitMs: number;
 
   constructor(address: string = pricingAddressFromEnv(), options: PricingCallOptions = {}) {
     const definition = loadSync('keel/pricing/v1/pricing.proto', {
@@ -55,10 +69,15 @@ export class GrpcUsagePricing implements UsagePricing {
     const root = loadPackageDefinition(definition) as unknown as {
       keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
     };
-    this.client = new root.keel.pricing.v1.PricingService(address, credentials.createInsecure());
-    this.deadlineMs = options.deadlineMs ?? 2_000;
-    this.attempts = Math.max(1, options.attempts ?? 3);
+    this.client = new root.keel.pricing.v1.PricingService(
+      address,
+      credentials.createInsecure(),
+      CHANNEL_OPTIONS,
+    );
+    this.deadlineMs = options.deadlineMs ?? 1_500;
+    this.attempts = Math.max(1, options.attempts ?? 2);
     this.backoffMs = options.backoffMs ?? 100;
+    this.reconnectWaitMs = options.reconnectWaitMs ?? 1_000;
   }
 
   async price(usage: UsageToPrice): Promise<PricedUsage> {
@@ -72,7 +91,8 @@ export class GrpcUsagePricing implements UsagePricing {
     };
     let lastError: ServiceError | undefined;
     for (let attempt = 1; attempt <= this.attempts; attempt++) {
-      if (attempt > 1) await sleep(this.backoffMs * 2 ** (attempt - 2));
+      if (lastError?.code === status.UNAVAILABLE) await this.channelReady(this.reconnectWaitMs);
+      else if (lastError) await sleep(this.backoffMs * 2 ** (attempt - 2));
       try {
         const response = await this.computeCost(request);
         const window = response.price?.contextWindowTokens;
@@ -90,6 +110,11 @@ export class GrpcUsagePricing implements UsagePricing {
       reason: `pricing unavailable (${code}: ${lastError?.details ?? 'no answer'})`,
       windowTokens: null,
     };
+  }
+
+  /** Resolves once the channel is connected, or after `ms` (a restarted service is reached at once). */
+  private channelReady(ms: number): Promise<void> {
+    return new Promise((resolve) => this.client.waitForReady(new Date(Date.now() + ms), () => resolve()));
   }
 
   /** Closes the channel. */
