@@ -3,7 +3,7 @@
 // NATS_URL are set). Services still meet only through gRPC and events, as when run apart.
 import { AGENT_GRPC_SERVICES, AgentModule } from '@keel/agent/module';
 import { AuditModule } from '@keel/audit/module';
-import { PricingModule } from '@keel/pricing/module';
+import { PRICING_GRPC_SERVICES, PricingModule } from '@keel/pricing/module';
 import type { BootstrapOptions, RunningService, ServiceName } from '@keel/runtime';
 import {
   bootstrapService,
@@ -29,7 +29,7 @@ const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 
   { service: 'agent', module: AgentModule, grpcServices: AGENT_GRPC_SERVICES },
   { service: 'tools', module: ToolsModule },
   { service: 'audit', module: AuditModule },
-  { service: 'pricing', module: PricingModule },
+  { service: 'pricing', module: PricingModule, grpcServices: PRICING_GRPC_SERVICES },
 ];
 
 // GRPC_PORT is the gateway's; the others take <SERVICE>_GRPC_PORT or their defaults (50052..50055).
