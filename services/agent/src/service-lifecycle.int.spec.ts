@@ -101,8 +101,13 @@ describe('a Keel service process', () => {
 
   it('lists the services it serves through gRPC reflection', async () => {
     for (const name of SERVICES) {
-      // The agent serves its own contract; the others serve health only so far.
-      const own = name === 'agent' ? ['keel.agent.v1.AgentService'] : [];
+      // The agent and pricing serve their own contracts; the others serve health only so far.
+      const own =
+        name === 'agent'
+          ? ['keel.agent.v1.AgentService']
+          : name === 'pricing'
+            ? ['keel.pricing.v1.PricingService']
+            : [];
       expect(await reflectedServices(service(name).grpcAddress)).toEqual(['grpc.health.v1.Health', ...own]);
     }
   });
