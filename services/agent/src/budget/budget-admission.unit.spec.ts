@@ -19,7 +19,7 @@ const month = new Date().toISOString().slice(0, 7);
 /** The agent's send path with budgets, on the in-memory store; the tenant's budget fits `turns` turns of 0.05. */
 const setup = async (turns: number) => {
   const store = new InMemoryEventStore();
-  const bus = new InMemoryEventBus({ logger: { info: () => {}, warn: () => {}, error: () => {} } });
+  const bus = new InMemoryEventBus({ logger: { warn: () => {}, error: () => {} } });
   await store.append('keel', 'tenants-registry', [
     { type: 'BudgetSet', data: { tenantId: 'acme', monthlyUsd: turns * 0.05, at: new Date().toISOString() } },
   ]);
