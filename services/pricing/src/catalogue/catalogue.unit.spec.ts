@@ -50,6 +50,11 @@ describe('the shipped catalogue (catalogue/models.json)', () => {
     // the first gpt-4o snapshot keeps its own, higher price
     ['gpt-4o-2024-05-13', 'openai:gpt-4o-2024-05-13', 5, 15],
     ['gpt-4o-mini-2024-07-18', 'openai:gpt-4o-mini', 0.15, 0.6],
+    ['gpt-3.5-turbo-0125', 'openai:gpt-3.5-turbo', 0.5, 1.5],
+    // older snapshots whose own price differs from the family's
+    ['gpt-3.5-turbo-1106', 'openai:gpt-3.5-turbo-1106', 1, 2],
+    ['gpt-4-1106-preview', 'openai:gpt-4-turbo', 10, 30],
+    ['gpt-4-0613', 'openai:gpt-4', 30, 60],
     ['openai:gpt-4.1-2025-04-14', 'openai:gpt-4.1', 2, 8],
     ['claude-3-5-sonnet-20241022', 'anthropic:claude-3-5-sonnet', 3, 15],
     ['anthropic.claude-3-5-sonnet-20241022-v2:0', 'anthropic:claude-3-5-sonnet', 3, 15],
