@@ -114,7 +114,8 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
       env: { ...env, GRPC_PORT: String(pricingPort) },
       readyLine: /"msg":"ready"/,
     });
-    [agent, tools, gateway] = await Promise.all([
+    // Settled, not all: when one process fails to start, the others are still stopped in afterAll.
+    const started = await Promise.allSettled([
       startAgent(
         {
           ...env,
@@ -128,6 +129,12 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
       // The burst below is one key's 10×N requests at once: only the budget may refuse them.
       startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY, { extra: { KEEL_RATE_LIMIT_RPM: '0' } }),
     ]);
+    [agent, tools, gateway] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+      ProcessHandle,
+      ProcessHandle,
+      ProcessHandle,
+    ];
+    for (const outcome of started) if (outcome.status === 'rejected') throw outcome.reason;
   }, 180_000);
 
   afterAll(async () => {
