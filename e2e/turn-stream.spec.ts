@@ -291,7 +291,9 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
       fakeReply.text('Refunded C-3, all done now.', { chunkSize: 3, chunkDelayMs: 30 }),
     );
     const conversationId = await conversation();
-    const stream = await streamMessage(baseA, conversationId, 'Please refund C-3');
+    const stream = await streamMessage(baseA, conversationId, 'Please refund C-3', {
+      'idempotency-key': 'send-c3',
+    });
     const seen = await stream.until((f) => f.event === 'approval.required');
     const approvalId = (seen.at(-1)!.data as { approvalId: string }).approvalId;
     stream.close();
@@ -326,5 +328,14 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
     // No gap, no duplicate: what A sent plus what B sent is the log.
     expect([...seen.filter((f) => !isDelta(f)), ...after]).toEqual(full);
     expect(webhook.hits.filter((h) => h.body.conversationId === conversationId)).toHaveLength(1);
+
+    // The turn stream itself resumes the same way: the retried POST with Last-Event-ID, on B.
+    const again = await streamMessage(baseB, conversationId, 'Please refund C-3', {
+      'idempotency-key': 'send-c3',
+      'last-event-id': lastSeen,
+    });
+    expect(again.response.status).toBe(200);
+    await again.ended;
+    expect(again.events().filter((f) => !isDelta(f))).toEqual(after);
   });
 });

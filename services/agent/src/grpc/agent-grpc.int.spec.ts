@@ -288,11 +288,13 @@ describe('conversations over gRPC', () => {
     conversationId = await createConversation();
     fake.on(lastUserMessageIncludes('weather in Oslo'), fakeReply.text('Cold and clear in Oslo.'));
 
-    const { turnId } = await call<{ turnId: string }>('submitMessage', {
+    const { turnId, version } = await call<{ turnId: string; version: number | string }>('submitMessage', {
       context: context('editor'),
       request: { conversationId, content: 'What is the weather in Oslo?' },
     });
     expect(turnId).toMatch(/^[0-9a-f-]{36}$/);
+    // The version before the message: only ConversationCreated (1) precedes it; the turn comes after.
+    expect(Number(version)).toBe(1);
 
     const done = await eventually(
       async () => {

@@ -6,6 +6,7 @@ import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { REQUEST_ID_HEADER } from '../http/request-id.js';
 import { EventsFeedService } from '../stream/events-feed.service.js';
+import { resumeAfter } from '../stream/feed-frames.js';
 import { IDEMPOTENT_REPLAY_HEADER } from '../idempotency/idempotency-key.js';
 import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
 import type { IdempotentRequest } from '../idempotency/idempotency.service.js';
@@ -117,7 +118,8 @@ export class ConversationsController {
    * the turn's frames as SSE until it ends (a client leaving stops the reading, never the turn);
    * otherwise 202 `{ turnId }`. Bad body, unknown conversation, busy (409), over budget (402):
    * problem+json before any frame. A retry with the same `Idempotency-Key` starts no second turn:
-   * it answers the first turn's id, or streams that turn again from its start.
+   * it answers the first turn's id, or streams that turn again from its start (or, with
+   * `Last-Event-ID`, from after that id: a dropped turn stream resumes on any gateway instance).
    */
   @Post(':id/messages')
   @Roles('editor')
@@ -130,6 +132,10 @@ export class ConversationsController {
     @Res() reply: StreamReply,
   ): Promise<void> {
     const fields = parseSendMessage(body);
+    const streamed = acceptsEventStream(request.raw.headers.accept);
+    // A retried stream may resume: Last-Event-ID, as on the events feed (a malformed one: 400).
+    const lastEventId = request.raw.headers['last-event-id'];
+    const resume = streamed ? resumeAfter([lastEventId ?? []].flat()[0], undefined) : 0;
     const context = callContextOf(caller, request.id);
     const decision = await this.idempotency.begin<SentMessage>(caller, request);
     let turn: SubmittedTurn;
@@ -150,12 +156,18 @@ export class ConversationsController {
       if (decision.kind === 'first')
         await decision.complete({ body: { turnId: turn.turnId }, version: turn.version });
     }
-    if (!acceptsEventStream(request.raw.headers.accept)) {
+    if (!streamed) {
       reply.code(202).send({ turnId: turn.turnId });
       return;
     }
     const closed = new AbortController();
-    const frames = this.turns.follow(context.tenantId, conversationId, turn, closed.signal);
+    const frames = this.turns.follow(
+      context.tenantId,
+      conversationId,
+      turn,
+      closed.signal,
+      decision.kind === 'replay' ? resume : 0,
+    );
     reply.hijack();
     void this.feeds.serve(
       reply.raw,

@@ -7,6 +7,9 @@ export const TERMINAL_EVENTS: ReadonlySet<string> = new Set([
   'turn.cancelled',
 ]);
 
+/** The conversation version of a frame (`<version>` or `<version>.<seq>`). */
+const versionOf = (frame: FeedFrame): number => Number(frame.id.split('.')[0]);
+
 const field = (data: unknown, name: 'turnId' | 'approvalId'): unknown =>
   typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[name] : undefined;
 
@@ -14,11 +17,13 @@ const field = (data: unknown, name: 'turnId' | 'approvalId'): unknown =>
  * The frames of one turn out of a conversation's feed, ending after its terminal event
  * (`turn.completed`, `turn.failed`, `turn.cancelled`). Frames of other turns are left out;
  * `approval.decided` names no turn, so it belongs to the turn whose `approval.required` carried
- * the same approval id.
+ * the same approval id. Frames at or before version `skipThrough` (a client resuming with
+ * `Last-Event-ID`) are read, so approvals are still attributed, but not yielded.
  */
 export async function* turnFrames(
   frames: AsyncIterable<FeedFrame>,
   turnId: string,
+  skipThrough = 0,
 ): AsyncGenerator<FeedFrame> {
   const approvals = new Set<unknown>();
   for await (const frame of frames) {
@@ -28,7 +33,7 @@ export async function* turnFrames(
       continue;
     }
     if (frame.event === 'approval.required') approvals.add(field(frame.data, 'approvalId'));
-    yield frame;
+    if (versionOf(frame) > skipThrough) yield frame;
     if (TERMINAL_EVENTS.has(frame.event)) return;
   }
 }

@@ -70,13 +70,15 @@ export class TurnStreamService implements BeforeApplicationShutdown {
 
   /**
    * The frames of a turn already submitted (a retried request re-streams its first turn): read
-   * from `turn.version`, so a turn that already ended is replayed from the log, whole.
+   * from `turn.version`, so a turn that already ended is replayed from the log, whole; or only
+   * what follows version `resumeAfter` (the client's `Last-Event-ID`).
    */
   follow(
     tenantId: string,
     conversationId: string,
     turn: SubmittedTurn,
     signal: AbortSignal,
+    resumeAfter = 0,
   ): AsyncIterable<FeedFrame> {
     const target = {
       tenantId,
@@ -85,7 +87,7 @@ export class TurnStreamService implements BeforeApplicationShutdown {
       after: turn.version,
     };
     const stop = AbortSignal.any([signal, this.shutdown.signal]);
-    return turnFrames(readFeed(this.feeds.sources(), target, stop), turn.turnId);
+    return turnFrames(readFeed(this.feeds.sources(), target, stop), turn.turnId, resumeAfter);
   }
 
   /** Ends every turn stream's reading (their turns run on), so the gateway can stop. */

@@ -115,6 +115,20 @@ describe('TurnStreamService', () => {
     expect(frames.map((f) => f.event)).toEqual(['turn.started', 'turn.completed']);
   });
 
+  it('resumes after a version (Last-Event-ID): earlier frames are skipped, their approvals still attributed', async () => {
+    const { store, service } = setup(async () => ({ turnId: 'never', version: 0 }));
+    await store.append(tenantId, stream, [
+      started('u1'),
+      approval('u1', 'p1'),
+      decided('u1', 'p1'),
+      completed('u1'),
+    ]);
+    const frames: FeedFrame[] = [];
+    const turn = { turnId: 'u1', version: 0 };
+    await collect(service.follow(tenantId, conversationId, turn, new AbortController().signal, 2), frames);
+    expect(frames.map((f) => `${f.id} ${f.event}`)).toEqual(['3 approval.decided', '4 turn.completed']);
+  });
+
   it('rejects before any frame when the agent refuses the message', async () => {
     const { service } = setup(() =>
       Promise.reject(new PreconditionError('a turn is already running', { details: { conflict: true } })),
