@@ -4,12 +4,17 @@
 // deltas pauses for approval, is approved from another connection and runs on to turn.completed
 // on the same stream; a retry with the same Idempotency-Key starts no second turn; a client that
 // disconnects mid-turn resumes on a second gateway process with Last-Event-ID, missing nothing.
-import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI, uniqueName } from '@keel/testkit';
+import type { FakeOpenAI, ProcessHandle, SseFrame } from '@keel/testkit';
+import {
+  fakeReply,
+  freePort,
+  lastUserMessageIncludes,
+  openSse,
+  startFakeOpenAI,
+  uniqueName,
+} from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
-import type { SseFrame } from './support/sse-client.js';
-import { openSse } from './support/sse-client.js';
 import { startWebhookServer } from './support/webhook-server.js';
 
 const OPERATOR_KEY = `op_${uniqueName('turnstream')}`;

@@ -8,3 +8,5 @@ export { MONGODB_URL_ENV, NATS_URL_ENV } from './infra-keys.js';
 export { mongoUrlFor, testInfra } from './test-infra.js';
 export type { TestInfra } from './test-infra.js';
 export { uniqueName } from './unique-name.js';
+export { openSse } from './sse-client.js';
+export type { SseFrame, SseStream } from './sse-client.js';

@@ -5,8 +5,8 @@ import type { EventData } from '@keel/core';
 import { InMemoryDeadLetters, InMemoryInbox } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
 import { NatsEventBus } from '@keel/core/nats';
-import type { ProcessHandle } from '@keel/testkit';
-import { freePort, mongoUrlFor, startProcess, testInfra, uniqueName } from '@keel/testkit';
+import type { ProcessHandle, SseFrame } from '@keel/testkit';
+import { freePort, mongoUrlFor, openSse, startProcess, testInfra, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const OPERATOR_KEY = `op_${uniqueName('operator')}`;
@@ -21,19 +21,12 @@ let otherKey = '';
 const conversationId = uniqueName('conv');
 const stream = `conversation-${conversationId}`;
 
-interface Frame {
-  id?: string;
-  event?: string;
-  data?: unknown;
-  comment?: string;
-}
-
 /** An open feed: frames parsed as they arrive. */
 interface Feed {
   response: Response;
-  frames: Frame[];
+  frames: SseFrame[];
   /** Waits until `count` frames (comments excluded) have arrived, and returns them. */
-  events(count: number, timeoutMs?: number): Promise<Frame[]>;
+  events(count: number, timeoutMs?: number): Promise<SseFrame[]>;
   close(): void;
 }
 
@@ -49,43 +42,18 @@ const call = (
   });
 
 const open = async (path: string, key: string, headers: Record<string, string> = {}): Promise<Feed> => {
-  const controller = new AbortController();
-  const response = await call(path, key, headers, controller.signal);
-  expect(response.status).toBe(200);
-  const frames: Frame[] = [];
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  const pump = async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const frame: Frame = {};
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) frame.comment = line.slice(1).trim();
-          else if (line.startsWith('id: ')) frame.id = line.slice(4);
-          else if (line.startsWith('event: ')) frame.event = line.slice(7);
-          else if (line.startsWith('data: ')) frame.data = JSON.parse(line.slice(6));
-        }
-        frames.push(frame);
-      }
-    }
-  };
-  pump().catch(() => undefined);
+  const stream = await openSse(`${base}${path}`, { headers: { ...headers, authorization: `Bearer ${key}` } });
+  expect(stream.response.status).toBe(200);
   const events = async (count: number, timeoutMs = 5_000) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const got = frames.filter((f) => f.comment === undefined);
+      const got = stream.events();
       if (got.length >= count) return got;
       if (Date.now() > deadline) throw new Error(`expected ${count} frames, got ${JSON.stringify(got)}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   };
-  return { response, frames, events, close: () => controller.abort() };
+  return { response: stream.response, frames: stream.frames, events, close: stream.close };
 };
 
 const append = (events: EventData[]) => store.append(tenantId, stream, events);

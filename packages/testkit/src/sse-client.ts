@@ -1,4 +1,4 @@
-// A minimal SSE client for end-to-end tests: frames parsed as they arrive (comments kept apart).
+// A minimal SSE client for tests (the gateway's events feed and turn stream): frames parsed as they arrive, comments (heartbeats) kept apart.
 
 /** One SSE frame, or a comment line (heartbeat). */
 export interface SseFrame {
