@@ -1,11 +1,11 @@
 import type { EventMetadata, EventStore } from '@keel/core';
-import { CommandHandler, ConcurrencyError, UnavailableError, streamName } from '@keel/core';
-import type { BudgetEvent } from '@keel/events';
+import { streamName } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { BudgetDirectory } from './budget-directory.js';
-import { budgetMonthOf, budgetStream } from './budget-month.js';
+import { BudgetLog } from './budget-log.js';
+import { budgetMonthOf } from './budget-month.js';
 import type { BudgetCommand, MonthBudget } from './budget.decider.js';
-import { BudgetExceededError, budgetDecider } from './budget.decider.js';
+import { BudgetExceededError } from './budget.decider.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface BudgetLogger {
@@ -44,9 +44,8 @@ export const DEFAULT_TURN_RESERVE_USD = 0.05;
  * turn is admitted on a stale view of spent + reserved.
  */
 export class TurnBudgets {
-  private readonly handler: CommandHandler<MonthBudget, BudgetCommand, BudgetEvent>;
+  private readonly log: BudgetLog;
   private readonly reserveUsd: number;
-  private readonly maxAttempts: number;
   private readonly orphanAfterMs: number;
   private readonly now: () => number;
 
@@ -55,13 +54,8 @@ export class TurnBudgets {
     private readonly directory: BudgetDirectory,
     private readonly options: TurnBudgetsOptions = {},
   ) {
-    this.handler = new CommandHandler(store, budgetDecider, {
-      snapshot: { name: 'budget-v1', every: 50 },
-      // Races are retried here, with a pause, not back to back by the handler.
-      maxRetries: 0,
-    });
+    this.log = new BudgetLog(store, options.maxAttempts ? { maxAttempts: options.maxAttempts } : {});
     this.reserveUsd = options.reserveUsd ?? DEFAULT_TURN_RESERVE_USD;
-    this.maxAttempts = options.maxAttempts ?? 40;
     this.orphanAfterMs = options.orphanAfterMs ?? 60_000;
     this.now = options.now ?? Date.now;
   }
@@ -116,8 +110,8 @@ export class TurnBudgets {
   }
 
   /** The month's budget state (spent, reserved), for reads and tests. */
-  async month(tenantId: string, month: string): Promise<MonthBudget> {
-    return (await this.handler.load(tenantId, budgetStream(month))).state;
+  month(tenantId: string, month: string): Promise<MonthBudget> {
+    return this.log.load(tenantId, month);
   }
 
   private async reserve(turn: TurnToAdmit, month: string, monthlyUsd: number): Promise<void> {
@@ -143,7 +137,7 @@ export class TurnBudgets {
 
   /** Releases reservations older than `orphanAfterMs` whose turn no conversation has; returns how many. */
   private async reclaimOrphans(tenantId: string, month: string): Promise<number> {
-    const { state } = await this.handler.load(tenantId, budgetStream(month));
+    const state = await this.log.load(tenantId, month);
     const cutoff = this.now() - this.orphanAfterMs;
     let reclaimed = 0;
     for (const [turnId, held] of Object.entries(state.reserved)) {
@@ -160,26 +154,7 @@ export class TurnBudgets {
     return reclaimed;
   }
 
-  /** Handles a budget command, retrying lost append races after a short random pause. */
-  private async command(
-    tenantId: string,
-    month: string,
-    command: BudgetCommand,
-    metadata?: EventMetadata,
-  ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.handler.handle(tenantId, budgetStream(month), command, metadata ? { metadata } : {});
-        return;
-      } catch (error) {
-        if (!(error instanceof ConcurrencyError)) throw error;
-        if (attempt >= this.maxAttempts) {
-          throw new UnavailableError('the budget is too busy to decide now, retry later', { cause: error });
-        }
-        await pause(Math.random() * Math.min(50, 2 * attempt));
-      }
-    }
+  private command(tenantId: string, month: string, command: BudgetCommand, metadata?: EventMetadata) {
+    return this.log.handle(tenantId, month, command, metadata);
   }
 }
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
