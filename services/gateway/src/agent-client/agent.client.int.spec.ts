@@ -35,7 +35,7 @@ describe('AgentClient', () => {
     const handlers: Record<string, Handler> = {
       SubmitMessage: (call, callback) => {
         seen.push(call.request);
-        callback(null, { turnId: 'turn-1' });
+        callback(null, { turnId: 'turn-1', version: 7 });
       },
       CancelTurn: (_call, callback) => callback({ code: status.ABORTED, details: 'no turn is running' }),
       GetConversation: (_call, callback) =>
@@ -63,7 +63,7 @@ describe('AgentClient', () => {
     const response = await client.call<{ turnId: string }>('submitMessage', context, {
       request: { conversationId: 'c-1', content: 'hi', ifBusy: 'IF_BUSY_ENQUEUE' },
     });
-    expect(response).toEqual({ turnId: 'turn-1' });
+    expect(response).toEqual({ turnId: 'turn-1', version: 7 });
     expect(seen[0]).toMatchObject({
       context: {
         tenantId: 't-1',
