@@ -335,6 +335,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     secret: true,
   },
   {
+    name: 'KEEL_DEV_KEY_FILE',
+    kind: { type: 'pattern', pattern: /^\S+$/, what: 'a file path' },
+    readers: 'dev',
+    default: '.keel/dev-key',
+    doc: 'where npm start keeps the dev key between starts on a persisted store (mode 0600)',
+  },
+  {
     name: 'KEEL_DEV_MODEL',
     kind: { type: 'pattern', pattern: /^[a-z]+:.+$/, what: 'provider:model, e.g. openai:gpt-4o-mini' },
     readers: 'dev',

@@ -16,8 +16,8 @@ export interface DevBannerInput {
 
 const KEY_NOTES: Record<DevKey['origin'], string> = {
   KEEL_DEV_KEY: 'pinned by KEEL_DEV_KEY',
-  file: 'saved in .keel/dev-key: the same on every start on this store',
-  'new-file': 'new, saved in .keel/dev-key: the same on every start on this store',
+  file: 'saved in KEEL_DEV_KEY_FILE (.keel/dev-key): the same on every start on this store',
+  'new-file': 'new, saved in KEEL_DEV_KEY_FILE (.keel/dev-key): the same on every start on this store',
   ephemeral:
     'new on each start: the in-memory store forgets the tenant at exit (set KEEL_DEV_KEY to pin one)',
 };

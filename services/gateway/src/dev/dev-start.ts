@@ -2,7 +2,7 @@ import type { Infrastructure, KeelLogger, RunningService } from '@keel/runtime';
 import { AgentClient } from '../agent-client/agent.client.js';
 import { generateApiKey } from '../tenants/api-keys.js';
 import { devBanner } from './dev-banner.js';
-import { resolveDevKey } from './dev-key.js';
+import { DEV_KEY_FILE, resolveDevKey } from './dev-key.js';
 import { devModelFrom } from './dev-model.js';
 import { ensureDevSetup } from './dev-setup.js';
 
@@ -37,7 +37,11 @@ export async function announceDevMode(options: {
   if (!gateway?.httpUrl || !agentService)
     throw new Error('dev mode: the gateway and the agent must be running');
   const persisted = infrastructure.kinds.store !== 'memory';
-  const devKey = await resolveDevKey({ pinned: env.KEEL_DEV_KEY?.trim() || undefined, persisted });
+  const devKey = await resolveDevKey({
+    pinned: env.KEEL_DEV_KEY?.trim() || undefined,
+    persisted,
+    file: env.KEEL_DEV_KEY_FILE?.trim() || DEV_KEY_FILE,
+  });
   const { model, reason } = devModelFrom(env);
   const agent = new AgentClient(agentService.grpcAddress);
   try {
