@@ -268,6 +268,51 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
     expect(webhook.hits.length).toBe(hits);
   });
 
+  it('a message enqueued behind a running turn streams its own turn only, once the first one ends (here: cancelled)', async () => {
+    // The first turn's model call stalls mid-answer; it ends when cancelled.
+    fake.on(
+      lastUserMessageIncludes('long story'),
+      fakeReply.text('Once upon a time', { chunkSize: 4, stallAfterChunks: 2 }),
+    );
+    fake.on(lastUserMessageIncludes('and thanks'), fakeReply.text('You are welcome.', { chunkSize: 4 }));
+    const conversationId = await conversation();
+    const first = await streamMessage(baseA, conversationId, 'Tell me a long story');
+    const started = await first.until((f) => f.event === 'message.delta');
+    const firstTurn = turnOf(started[0]!)!;
+
+    const queued = await openSse(`${baseB}/v1/conversations/${conversationId}/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${keys.editor}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify({ content: 'and thanks', ifBusy: 'enqueue' }),
+    });
+    expect(queued.response.status).toBe(200);
+    // The first turn still runs: the queued stream is open, with heartbeats and no frame.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(queued.events()).toEqual([]);
+    expect(queued.frames.some((f) => f.comment === 'ping')).toBe(true);
+
+    const cancelled = await post(baseA, `/v1/conversations/${conversationId}/cancel`, keys.editor);
+    expect(cancelled.status).toBe(202);
+    await Promise.all([first.ended, queued.ended]);
+    expect(first.events().at(-1)).toMatchObject({ event: 'turn.cancelled', data: { turnId: firstTurn } });
+    const second = queued.events();
+    const secondTurn = turnOf(second[0]!)!;
+    expect(secondTurn).not.toBe(firstTurn);
+    expect(second.every((f) => turnOf(f) === secondTurn)).toBe(true);
+    expect(second.filter((f) => !isDelta(f)).map((f) => f.event)).toEqual([
+      'turn.started',
+      'message.completed',
+      'usage',
+      'turn.completed',
+    ]);
+    // Each stream holds its own turn only.
+    expect(first.events().every((f) => turnOf(f) === firstTurn)).toBe(true);
+  });
+
   it('errors come before the stream as problem+json: unknown conversation 404, bad body 400', async () => {
     const unknown = await streamMessage(baseA, 'nope', 'hi');
     expect(unknown.response.status).toBe(404);
