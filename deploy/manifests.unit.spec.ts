@@ -1,6 +1,7 @@
 // The deployment files against the code: every Kubernetes manifest, docker-compose.yml and the
 // Dockerfile may name only the image, entry points, ports, probes and environment variables that
 // the services really have (ports from the config defaults, variables from the config schema).
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -161,7 +162,18 @@ describe('deploy/ (Kubernetes, kustomize)', () => {
   });
 });
 
+const composePlugin = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' }).status === 0;
+
 describe('docker-compose.yml and the Dockerfile', () => {
+  it.skipIf(!composePlugin)(
+    '`docker compose config` accepts the file (skipped where the docker compose plugin is absent)',
+    () => {
+      const result = spawnSync('docker', ['compose', 'config', '--quiet'], { cwd: root, encoding: 'utf8' });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+    },
+  );
+
   it('runs NATS with JetStream on a volume, a MongoDB replica set on a volume, and the five services', () => {
     expect(compose.services.nats.volumes).toContain('nats-data:/data');
     expect(read('deploy/nats/nats-compose.conf')).toMatch(/jetstream \{\s*store_dir: \/data/);
