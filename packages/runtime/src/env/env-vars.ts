@@ -186,28 +186,28 @@ export const ENV_VARS: readonly EnvVar[] = [
   },
   {
     name: 'KEEL_SSE_HEARTBEAT_MS',
-    kind: ms(100, 600_000),
+    kind: ms(1, 600_000),
     readers: ['gateway'],
     default: '15000',
     doc: 'SSE comment heartbeat interval',
   },
   {
     name: 'KEEL_SSE_POLL_MS',
-    kind: ms(10, 600_000),
+    kind: ms(1, 600_000),
     readers: ['gateway'],
     default: '250',
     doc: 'how often an open events feed polls the log when nothing woke it',
   },
   {
     name: 'KEEL_SSE_MAX_BUFFERED_BYTES',
-    kind: { type: 'integer', min: 1024, max: 1024 ** 3, unit: 'a number of bytes' },
+    kind: { type: 'integer', min: 1, max: 1024 ** 3, unit: 'a number of bytes' },
     readers: ['gateway'],
     default: '1048576',
     doc: 'a slow SSE client past this many buffered bytes loses deltas (never durable events)',
   },
   {
     name: 'KEEL_RATE_LIMIT_RPM',
-    kind: { type: 'integer', min: 0, max: 10_000_000, unit: 'a number of requests per minute' },
+    kind: { type: 'integer', min: 0, max: 999_999_999, unit: 'a number of requests per minute' },
     readers: ['gateway'],
     default: '600',
     doc: 'requests per minute per API key (0: off)',
@@ -222,7 +222,7 @@ export const ENV_VARS: readonly EnvVar[] = [
   // Agent.
   {
     name: 'KEEL_AGENT_ACK_WAIT_MS',
-    kind: ms(1000, 3_600_000),
+    kind: ms(100, 3_600_000),
     readers: ['agent'],
     default: '30000',
     doc: "the turn consumer's ack wait: how soon a crashed agent's turn is redelivered",
@@ -302,9 +302,9 @@ export const ENV_VARS: readonly EnvVar[] = [
   // Tools.
   {
     name: 'KEEL_TOOLS_ACK_WAIT_MS',
-    kind: ms(1000, 3_600_000),
+    kind: ms(100, 3_600_000),
     readers: ['tools'],
-    default: '30000',
+    default: '10000',
     doc: "the tool-call consumer's ack wait",
   },
 
