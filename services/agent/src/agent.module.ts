@@ -4,7 +4,7 @@ import {
 } from '@keel/proto/keel/agent/v1/agent';
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
-import { KEEL_INFRA, KEEL_LOGGER, SecretBox } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER, SecretBox, readEnv } from '@keel/runtime';
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import type { ConversationIndex } from './conversation-index/conversation-index.js';
@@ -43,18 +43,12 @@ const conversationIndexFor = (infra: Infrastructure): ConversationIndex =>
  * The floor of a turn's budget reservation in USD (`KEEL_BUDGET_TURN_RESERVE_USD`, default 0.05);
  * a turn reserves the larger of it and the tenant's largest turn of the month.
  */
-const turnReserveUsd = (env: NodeJS.ProcessEnv = process.env): number => {
-  const raw = env['KEEL_BUDGET_TURN_RESERVE_USD']?.trim();
-  if (!raw) return DEFAULT_TURN_RESERVE_USD;
-  const usd = Number(raw);
-  if (!Number.isFinite(usd) || usd < 0)
-    throw new Error(`KEEL_BUDGET_TURN_RESERVE_USD must be a number ≥ 0, got "${raw}"`);
-  return usd;
-};
+const turnReserveUsd = (env: NodeJS.ProcessEnv = process.env): number =>
+  Number(readEnv('KEEL_BUDGET_TURN_RESERVE_USD', env) ?? DEFAULT_TURN_RESERVE_USD);
 
 /** How stale the agent's copy of the tenants' budgets may be (`KEEL_BUDGET_REFRESH_MS`, default 1000). */
 const budgetDirectoryOptions = (env: NodeJS.ProcessEnv = process.env) => ({
-  maxAgeMs: Number(env['KEEL_BUDGET_REFRESH_MS'] ?? 1000),
+  maxAgeMs: Number(readEnv('KEEL_BUDGET_REFRESH_MS', env)),
 });
 
 /**
@@ -173,9 +167,9 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           pricing,
           logger: logger.child({ component: 'turn-worker' }),
           // How long a model step may go silent before another instance takes it over (tests shorten it).
-          ackWaitMs: Number(process.env.KEEL_AGENT_ACK_WAIT_MS ?? 30_000),
+          ackWaitMs: Number(readEnv('KEEL_AGENT_ACK_WAIT_MS')),
           // Model steps this instance runs at once (and the durable's ack-pending bound).
-          concurrency: Number(process.env.KEEL_AGENT_CONCURRENCY ?? 32),
+          concurrency: Number(readEnv('KEEL_AGENT_CONCURRENCY')),
         }),
     },
   ],

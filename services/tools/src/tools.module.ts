@@ -1,6 +1,6 @@
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelConfig, KeelLogger } from '@keel/runtime';
-import { ConfigError, KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, SecretBox } from '@keel/runtime';
+import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, SecretBox, readEnv } from '@keel/runtime';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import { InMemoryToolCallLedger, MongoToolCallLedger, WebhookExecutor } from './execution/index.js';
@@ -30,20 +30,10 @@ const secretBoxFromEnv = (
 
 /**
  * `KEEL_TOOLS_ACK_WAIT_MS`: how long a call taken by a process that died stays with it before
- * another instance takes it over (running calls keep their delivery alive). Default 10 s.
+ * another instance takes it over (running calls keep their delivery alive). Default 10 s (the schema's).
  */
-const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number | undefined => {
-  const raw = env['KEEL_TOOLS_ACK_WAIT_MS']?.trim();
-  if (!raw) return undefined;
-  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < 100 || value > 3_600_000) {
-    throw new ConfigError(
-      'KEEL_TOOLS_ACK_WAIT_MS',
-      `must be a number of milliseconds from 100 to 3600000, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return value;
-};
+const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number =>
+  Number(readEnv('KEEL_TOOLS_ACK_WAIT_MS', env));
 
 /** The exactly-once ledger next to the event log: MongoDB when the log is, else in memory (dev mode). */
 const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
