@@ -150,7 +150,7 @@ export class ConversationsController {
           ...(decision.kind === 'first' ? { idempotencyKey: decision.key } : {}),
         });
       } catch (error) {
-        if (decision.kind === 'first') await decision.release().catch(() => undefined);
+        if (decision.kind === 'first') await decision.release();
         throw error;
       }
       if (decision.kind === 'first')

@@ -4,8 +4,6 @@ import { Reflector } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import { concatMap, from, of, catchError, throwError } from 'rxjs';
 import { PreconditionError } from '@keel/core';
-import type { KeelLogger } from '@keel/runtime';
-import { KEEL_LOGGER } from '@keel/runtime';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import { IDEMPOTENT_REPLAY_HEADER } from './idempotency-key.js';
 import type { IdempotentRequest } from './idempotency.service.js';
@@ -51,7 +49,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
     @Inject(Reflector) private readonly reflector: Reflector,
-    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -69,26 +66,18 @@ export class IdempotencyInterceptor implements NestInterceptor {
           return of(decision.response.body);
         }
         return next.handle().pipe(
-          concatMap((body: unknown) => from(this.record(decision.complete, body, request.id))),
+          concatMap((body: unknown) =>
+            from(
+              decision
+                .complete(holdsSecret(body) ? { body: null, secretShownOnce: true } : { body: body ?? null })
+                .then(() => body),
+            ),
+          ),
           catchError((error: unknown) =>
-            from(decision.release().catch(() => undefined)).pipe(concatMap(() => throwError(() => error))),
+            from(decision.release()).pipe(concatMap(() => throwError(() => error))),
           ),
         );
       }),
     );
-  }
-
-  /** Records the response; the work is done, so a failed write is logged and the response still sent. */
-  private async record(
-    complete: (response: RecordedResponse) => Promise<void>,
-    body: unknown,
-    requestId: string,
-  ): Promise<unknown> {
-    try {
-      await complete(holdsSecret(body) ? { body: null, secretShownOnce: true } : { body: body ?? null });
-    } catch (error) {
-      this.logger.warn({ requestId, err: error }, 'recording the idempotent response failed');
-    }
-    return body;
   }
 }

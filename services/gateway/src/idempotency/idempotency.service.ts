@@ -1,8 +1,8 @@
 import { PreconditionError } from '@keel/core';
 import type { IdempotencyStore } from '@keel/core';
 import { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS } from '@keel/core';
-import type { Infrastructure } from '@keel/runtime';
-import { KEEL_INFRA } from '@keel/runtime';
+import type { Infrastructure, KeelLogger } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
 import { fingerprintOf, idempotencyKeyOf, IDEMPOTENCY_KEY_HEADER, scopedKey } from './idempotency-key.js';
@@ -19,7 +19,11 @@ export interface IdempotentRequest {
 export type IdempotencyDecision<T> =
   /** No Idempotency-Key: run the request as usual. */
   | { kind: 'none' }
-  /** The first request with this key: run it, then `complete` with its response, or `release` on failure. */
+  /**
+   * The first request with this key: run it, then `complete` with its response, or `release` on
+   * failure. Neither rejects: the work is done (or failed) whatever the store says, so a failed
+   * write is logged (the claim then lapses after its pending time).
+   */
   | { kind: 'first'; key: string; complete(response: T): Promise<void>; release(): Promise<void> }
   /** A retry of a finished request: answer `response` without doing the work again. */
   | { kind: 'replay'; response: T };
@@ -35,7 +39,10 @@ export type IdempotencyDecision<T> =
 export class IdempotencyService {
   private readonly store: IdempotencyStore;
 
-  constructor(@Inject(KEEL_INFRA) infra: Infrastructure) {
+  constructor(
+    @Inject(KEEL_INFRA) infra: Infrastructure,
+    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+  ) {
     this.store = infra.idempotency;
   }
 
@@ -51,8 +58,9 @@ export class IdempotencyService {
       return {
         kind: 'first',
         key,
-        complete: (response) => this.store.complete(scoped, claim.claimId, response, IDEMPOTENCY_TTL_MS),
-        release: () => this.store.release(scoped, claim.claimId),
+        complete: (response) =>
+          this.logged('recording', this.store.complete(scoped, claim.claimId, response, IDEMPOTENCY_TTL_MS)),
+        release: () => this.logged('releasing', this.store.release(scoped, claim.claimId)),
       };
     }
     if (claim.fingerprint !== fingerprint) {
@@ -62,6 +70,14 @@ export class IdempotencyService {
       throw conflict('Idempotency-Key: the first request with this key is still in progress; retry later');
     }
     return { kind: 'replay', response: claim.response as T };
+  }
+
+  private async logged(what: string, write: Promise<void>): Promise<void> {
+    try {
+      await write;
+    } catch (error) {
+      this.logger.warn({ err: error }, `${what} an Idempotency-Key failed`);
+    }
   }
 }
 
