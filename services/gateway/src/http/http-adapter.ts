@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
@@ -19,5 +20,29 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });
+  closeQuietConnectionsOnClose(adapter);
   return adapter;
+};
+
+/**
+ * At close, drops the connections with no request in flight. Node's `server.close()` closes idle
+ * keep-alive connections, but not one a client opened and has sent nothing on yet (undici opens
+ * one after an aborted request, e.g. a client leaving an SSE stream): the close then waited for
+ * the client to drop it (undici: 4 s). Connections serving a request are left to finish; the SSE
+ * streams are ended before this (their services stop them at shutdown).
+ */
+const closeQuietConnectionsOnClose = (adapter: FastifyAdapter): void => {
+  const instance = adapter.getInstance();
+  const sockets = new Set<Socket>();
+  instance.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  instance.addHook('preClose', (done) => {
+    for (const socket of sockets) {
+      // Node sets `_httpMessage` to the response being written on the socket, if any.
+      if (!(socket as Socket & { _httpMessage?: unknown })._httpMessage) socket.destroy();
+    }
+    done();
+  });
 };
