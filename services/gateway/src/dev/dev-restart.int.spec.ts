@@ -38,7 +38,6 @@ describe('npm start on MongoDB and NATS, restarted', () => {
     for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
     env.AGENT_GRPC_URL = `127.0.0.1:${env.AGENT_GRPC_PORT}`;
     env.PRICING_GRPC_URL = `127.0.0.1:${env.PRICING_GRPC_PORT}`;
-    env.AUDIT_GRPC_URL = `127.0.0.1:${env.AUDIT_GRPC_PORT}`;
   });
 
   afterAll(async () => {
