@@ -129,7 +129,7 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'PRICING_GRPC_PORT',
     kind: { type: 'port' },
-    readers: ['pricing'],
+    readers: ['pricing', 'agent'],
     default: '50055',
     doc: "the pricing service's gRPC port, before GRPC_PORT",
   },
@@ -173,7 +173,7 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'PRICING_GRPC_URL',
     kind: grpcUrl,
-    readers: ['gateway', 'agent', 'audit'],
+    readers: ['gateway', 'agent'],
     default: '127.0.0.1:50055',
     doc: "the pricing service's gRPC address (host:port)",
   },
