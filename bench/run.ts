@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { appendBench } from './append.bench.js';
+import { gatewayStreamBench } from './gateway-stream.bench.js';
 import { outboxBench } from './outbox.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
 import { stepPersistenceBench } from './step-persistence.bench.js';
@@ -13,7 +14,14 @@ import type { Bench, BenchReport } from './lib/report.js';
 import { machineLine, writeResults } from './lib/results-file.js';
 import { textTable } from './lib/table.js';
 
-const BENCHES: Bench[] = [appendBench, rebuildBench, outboxBench, toolRoundtripBench, stepPersistenceBench];
+const BENCHES: Bench[] = [
+  appendBench,
+  rebuildBench,
+  outboxBench,
+  toolRoundtripBench,
+  stepPersistenceBench,
+  gatewayStreamBench,
+];
 const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
 
 async function main(): Promise<void> {

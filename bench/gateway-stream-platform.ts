@@ -1,0 +1,331 @@
+/**
+ * The platform the gateway-stream benchmark drives: the gateway, the agent and the tools service
+ * as separate processes (as in production) on the run's NATS and MongoDB, a tenant with an editor
+ * key and one agent whose model is the fake OpenAI server, and readers of both SSE dialects.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { InMemoryDeadLetters, InMemoryInbox } from '@keel/core';
+import { NatsEventBus } from '@keel/core/nats';
+import { SecretBox } from '@keel/runtime';
+import type { BenchInfra } from './lib/infra.js';
+import { freshName } from './lib/infra.js';
+import { now } from './lib/stats.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** A started service process. */
+export interface ServiceProcess {
+  name: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (the OS's pick). */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+/** Starts `node --import tsx <entry>` and resolves once it logs its ready line. */
+const startService = (
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  readyLine = /"msg":"ready"/,
+): Promise<ServiceProcess> =>
+  new Promise((resolve, reject) => {
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ['--conditions=@keel/source', '--import', 'tsx', entry],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const last: string[] = [];
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${name} not ready within 90 s:\n${last.join('\n')}`));
+    }, 90_000);
+    const onLine = (line: string) => {
+      last.push(line);
+      if (last.length > 30) last.shift();
+      if (readyLine.test(line)) {
+        clearTimeout(timer);
+        resolve({
+          name,
+          pid: child.pid!,
+          stop: () =>
+            new Promise<void>((done) => {
+              if (child.exitCode !== null) return done();
+              const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+              child.once('exit', () => {
+                clearTimeout(kill);
+                done();
+              });
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    };
+    createInterface({ input: child.stdout! }).on('line', onLine);
+    createInterface({ input: child.stderr! }).on('line', onLine);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${String(code)}) before it was ready:\n${last.join('\n')}`));
+    });
+  });
+
+/** The running platform and the keys the benchmark uses. */
+export interface BenchPlatform {
+  base: string;
+  /** The JetStream stream and subject prefix the services use (the deltas tap subscribes there too). */
+  streamName: string;
+  subjectPrefix: string;
+  gateway: ServiceProcess;
+  editorKey: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts agent, tools and gateway on a fresh database and stream, then (over HTTP, as a tenant
+ * backend would) creates a tenant, its admin and editor keys, the provider pointing at the fake
+ * and an agent `bench` on `openai:gpt-4o-mini`.
+ */
+export async function startBenchPlatform(
+  infra: BenchInfra,
+  fakeUrl: string,
+  agentConcurrency: number,
+): Promise<BenchPlatform> {
+  const operatorKey = `op_${freshName('bench')}`;
+  const env: Record<string, string> = {
+    MONGODB_URL: withDatabase(infra.mongoUrl, freshName('bench_gwstream')),
+    NATS_URL: infra.natsUrl,
+    KEEL_NATS_STREAM: freshName('BENCH_GWSTREAM').toUpperCase(),
+    KEEL_SUBJECT_PREFIX: `b.${freshName('gws')}`,
+    KEEL_MASTER_KEY: SecretBox.generateKey(),
+    KEEL_OPERATOR_KEY: operatorKey,
+    OPENAI_API_KEY: 'sk-bench',
+    OPENAI_BASE_URL: fakeUrl,
+    LOG_LEVEL: 'info',
+    // The limiter stays on (counting in NATS KV) but never refuses: its cost is part of the figures.
+    KEEL_RATE_LIMIT_RPM: '10000000',
+    KEEL_RATE_LIMIT_BUCKET: freshName('bench_rl'),
+  };
+  const [agentPort, port, grpcPort, toolsPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
+  const started: ServiceProcess[] = [];
+  const stop = async () => {
+    await Promise.all(started.map((service) => service.stop()));
+  };
+  try {
+    started.push(
+      ...(await Promise.all([
+        startService('agent', 'services/agent/src/main.ts', {
+          ...env,
+          GRPC_PORT: String(agentPort),
+          KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
+        }),
+        startService('tools', 'services/tools/src/main.ts', { ...env, GRPC_PORT: String(toolsPort) }),
+        startService('gateway', 'services/gateway/src/main.ts', {
+          ...env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          GRPC_PORT: String(grpcPort),
+          AGENT_GRPC_URL: `127.0.0.1:${agentPort}`,
+        }),
+      ])),
+    );
+    const base = `http://127.0.0.1:${port}`;
+    const editorKey = await configureTenant(base, operatorKey, fakeUrl);
+    return {
+      base,
+      streamName: env.KEEL_NATS_STREAM!,
+      subjectPrefix: env.KEEL_SUBJECT_PREFIX!,
+      gateway: started.find((s) => s.name === 'gateway')!,
+      editorKey,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** Over HTTP, as a tenant backend would: a tenant, its keys, the provider and the `bench` agent; the editor key. */
+async function configureTenant(base: string, operatorKey: string, fakeUrl: string): Promise<string> {
+  const post = async (path: string, key: string, body: unknown, method = 'POST') => {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (response.status >= 300)
+      throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as Record<string, string>;
+  };
+  const tenant = await post('/v1/tenants', operatorKey, { name: 'Bench' });
+  const admin = await post(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'admin' });
+  const editor = await post(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'editor' });
+  await post('/v1/providers/openai', admin.key!, { baseUrl: fakeUrl }, 'PUT');
+  await post('/v1/agents/bench', admin.key!, { model: 'openai:gpt-4o-mini', maxSteps: 2 }, 'PUT');
+  return editor.key!;
+}
+
+/**
+ * The one-process platform (`npm start`: all five services in one process) with the store in
+ * memory and the bus on the run's NATS: what the load phase measures, because with FerretDB the
+ * agent cannot start 500 turns within its call deadline on this machine. The "gateway" process is
+ * then the whole platform, so its RSS is an upper bound of the gateway's.
+ */
+export async function startDevPlatform(
+  infra: BenchInfra,
+  fakeUrl: string,
+  agentConcurrency: number,
+): Promise<BenchPlatform> {
+  const operatorKey = `op_${freshName('bench')}`;
+  const ports = { http: await freePort(), gateway: await freePort(), agent: await freePort() };
+  const env: Record<string, string> = {
+    NATS_URL: infra.natsUrl,
+    KEEL_NATS_STREAM: freshName('BENCH_GWDEV').toUpperCase(),
+    KEEL_SUBJECT_PREFIX: `b.${freshName('gwd')}`,
+    KEEL_MASTER_KEY: SecretBox.generateKey(),
+    KEEL_OPERATOR_KEY: operatorKey,
+    OPENAI_API_KEY: 'sk-bench',
+    OPENAI_BASE_URL: fakeUrl,
+    LOG_LEVEL: 'info',
+    KEEL_RATE_LIMIT_RPM: '10000000',
+    KEEL_RATE_LIMIT_BUCKET: freshName('bench_rl'),
+    KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
+    PORT: String(ports.http),
+    HOST: '127.0.0.1',
+    GRPC_PORT: String(ports.gateway),
+    AGENT_GRPC_PORT: String(ports.agent),
+    AGENT_GRPC_URL: `127.0.0.1:${ports.agent}`,
+    TOOLS_GRPC_PORT: String(await freePort()),
+    AUDIT_GRPC_PORT: String(await freePort()),
+    PRICING_GRPC_PORT: String(await freePort()),
+  };
+  env.PRICING_GRPC_URL = `127.0.0.1:${env.PRICING_GRPC_PORT}`;
+  const platform = await startService('platform', 'services/gateway/src/dev.ts', env, /dev mode ready/);
+  try {
+    const base = `http://127.0.0.1:${ports.http}`;
+    const editorKey = await configureTenant(base, operatorKey, fakeUrl);
+    return {
+      base,
+      streamName: env.KEEL_NATS_STREAM!,
+      subjectPrefix: env.KEEL_SUBJECT_PREFIX!,
+      gateway: platform,
+      editorKey,
+      stop: () => platform.stop(),
+    };
+  } catch (error) {
+    await platform.stop();
+    throw error;
+  }
+}
+
+const withDatabase = (url: string, db: string): string => {
+  const parsed = new URL(url);
+  parsed.pathname = `/${db}`;
+  return parsed.toString();
+};
+
+/** When each token delta crossed NATS, per conversation, as this process (another subscriber) saw it. */
+export interface DeltaTap {
+  arrivals: Map<string, number[]>;
+  close(): Promise<void>;
+}
+
+/** Subscribes to every conversation's deltas on the platform's NATS, next to the gateway. */
+export async function tapDeltas(infra: BenchInfra, platform: BenchPlatform): Promise<DeltaTap> {
+  const bus = await NatsEventBus.connect({
+    servers: infra.natsUrl,
+    streamName: platform.streamName,
+    subjectPrefix: platform.subjectPrefix,
+    inbox: new InMemoryInbox(),
+    deadLetters: new InMemoryDeadLetters(),
+    connectionName: 'bench-delta-tap',
+  });
+  const arrivals = new Map<string, number[]>();
+  const subscription = bus.ephemeral.subscribe({ kind: 'deltas' }, ({ topic, data }) => {
+    if ((data as { type?: string }).type !== 'delta') return;
+    const at = now();
+    const list = arrivals.get(topic.conversationId);
+    if (list) list.push(at);
+    else arrivals.set(topic.conversationId, [at]);
+  });
+  return {
+    arrivals,
+    close: async () => {
+      subscription.unsubscribe();
+      await bus.close();
+    },
+  };
+}
+
+/** Resident set size of a process in bytes (Linux /proc). */
+export const rssOf = async (pid: number): Promise<number> => {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+  return Number(kb ?? 0) * 1024;
+};
+
+/** One SSE event: its name (`message` when none), id and data text, with when it arrived. */
+export interface SseEvent {
+  event: string;
+  id: string;
+  data: string;
+  at: number;
+}
+
+/** Reads an SSE body, calling `onEvent` per event (arrival time from `now()`); stops when it returns true. */
+export async function readSse(
+  response: Response,
+  onEvent: (event: SseEvent) => boolean | void,
+): Promise<void> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      const at = now();
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event: SseEvent = { event: 'message', id: '', data: '', at };
+        let any = false;
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':') || !line.includes(':')) continue;
+          const field = line.slice(0, line.indexOf(':'));
+          const text = line.slice(line.indexOf(':') + 1).replace(/^ /, '');
+          if (field === 'event') event.event = text;
+          else if (field === 'id') event.id = text;
+          else if (field === 'data') event.data += text;
+          any = true;
+        }
+        if (any && onEvent(event) === true) return;
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}

@@ -1,0 +1,458 @@
+/**
+ * The gateway's streaming path, on separate gateway, agent and tools processes over the run's
+ * NATS and MongoDB, the model being the test kit's fake OpenAI server streaming a fixed text with
+ * a fixed pause between tokens.
+ *
+ * Overhead: a turn streamed through the gateway (POST …/messages, Accept: text/event-stream) vs
+ * the same fake, same script, read directly in this process, interleaved: time to first token
+ * (first `message.delta` vs first content chunk) and the gap between tokens; the first-token time
+ * is split at the moment the fake received the agent's model request.
+ * Concurrency: 500 streaming turns opened at once against the one gateway: completion, token
+ * gaps, the gateway's RSS before, at the most streams open, and after; memory per open stream.
+ */
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { FakeOpenAI } from '../packages/testkit/src/fake-openai/index.js';
+import { fakeReply, startFakeOpenAI } from '../packages/testkit/src/fake-openai/index.js';
+import type { BenchPlatform, DeltaTap, SseEvent } from './gateway-stream-platform.js';
+import {
+  readSse,
+  rssOf,
+  startBenchPlatform,
+  startDevPlatform,
+  tapDeltas,
+} from './gateway-stream-platform.js';
+import type { BenchInfra } from './lib/infra.js';
+import type { Bench, BenchReport, Row } from './lib/report.js';
+import { machineLine } from './lib/results-file.js';
+import { now, summarize } from './lib/stats.js';
+
+/** Tokens per reply, characters per token, pause between tokens (the fake's chunkDelayMs). */
+const TOKENS = 24;
+const TOKEN_CHARS = 4;
+const TOKEN_MS = 10;
+/** `n` tokens of TOKEN_CHARS characters each. */
+const textOf = (n: number): string =>
+  Array.from({ length: n }, (_, i) => `t${String(i).padStart(2, '0')} `).join('');
+const TEXT = textOf(TOKENS);
+const ROUNDS = Number(process.env.BENCH_GATEWAY_ROUNDS ?? 30);
+const WARMUP = 3;
+const STREAMS = Number(process.env.BENCH_GATEWAY_STREAMS ?? 500);
+/** Under load tokens come slower, so 500 streams are open at the same time for a while. */
+const LOAD_TOKENS = 60;
+const LOAD_TOKEN_MS = 400;
+const LOAD_TEXT = textOf(LOAD_TOKENS);
+const LOAD_TIMEOUT_MS = 120_000;
+const RESULTS = fileURLToPath(new URL('./results/gateway-stream.md', import.meta.url));
+
+interface StreamTiming {
+  /** Arrival times (now()) of the tokens. */
+  times: number[];
+  /** Request sent → first token, ms. */
+  ttft: number;
+  /** Gaps between successive tokens, ms. */
+  gaps: number[];
+  tokens: number;
+  completed: boolean;
+  /** Date.now() when the request was sent (to compare with the fake's receivedAt). */
+  sentAtEpoch: number;
+  /** Date.now() when the first token arrived. */
+  firstAtEpoch: number;
+  /** Why a stream did not complete (status and body start, or the error). */
+  failure?: string;
+}
+
+const gapsOf = (times: number[]): number[] => times.slice(1).map((t, i) => t - times[i]!);
+
+/** Reads the fake's stream directly, as the agent's OpenAI client would. */
+async function direct(fake: FakeOpenAI): Promise<StreamTiming> {
+  const sentAtEpoch = Date.now();
+  const start = now();
+  const response = await fetch(`${fake.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'go' }] }),
+  });
+  const times: number[] = [];
+  let firstAtEpoch = 0;
+  let completed = false;
+  await readSse(response, (event) => {
+    if (event.data === '[DONE]') return (completed = true);
+    const chunk = JSON.parse(event.data) as { choices?: Array<{ delta?: { content?: string } }> };
+    if (chunk.choices?.[0]?.delta?.content) {
+      if (times.length === 0) firstAtEpoch = Date.now();
+      times.push(event.at);
+    }
+    return false;
+  });
+  return {
+    times,
+    ttft: (times[0] ?? Number.NaN) - start,
+    gaps: gapsOf(times),
+    tokens: times.length,
+    completed,
+    sentAtEpoch,
+    firstAtEpoch,
+  };
+}
+
+/** Streams one turn through the gateway. */
+async function throughGateway(
+  platform: BenchPlatform,
+  conversationId: string,
+  onOpen: () => void = () => undefined,
+): Promise<StreamTiming> {
+  const sentAtEpoch = Date.now();
+  const start = now();
+  const times: number[] = [];
+  let firstAtEpoch = 0;
+  let completed = false;
+  let failure: string | undefined;
+  try {
+    const response = await fetch(`${platform.base}/v1/conversations/${conversationId}/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${platform.editorKey}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify({ content: 'go' }),
+      signal: AbortSignal.timeout(LOAD_TIMEOUT_MS),
+    });
+    if (response.status !== 200)
+      throw new Error(`stream answered ${response.status}: ${await response.text()}`);
+    onOpen();
+    await readSse(response, (event: SseEvent) => {
+      if (event.event === 'message.delta') {
+        if (times.length === 0) firstAtEpoch = Date.now();
+        times.push(event.at);
+      }
+      if (event.event === 'turn.completed') return (completed = true);
+      return event.event === 'turn.failed' || event.event === 'turn.cancelled';
+    });
+  } catch (error) {
+    // A stream that failed or timed out counts as not completed.
+    failure = error instanceof Error ? error.message.slice(0, 160) : String(error);
+  }
+  if (!completed && failure === undefined)
+    failure = `stream ended after ${times.length} tokens without turn.completed`;
+  return {
+    times,
+    ttft: (times[0] ?? Number.NaN) - start,
+    gaps: gapsOf(times),
+    tokens: times.length,
+    completed,
+    sentAtEpoch,
+    firstAtEpoch,
+    ...(failure !== undefined ? { failure } : {}),
+  };
+}
+
+async function createConversation(platform: BenchPlatform): Promise<string> {
+  const response = await fetch(`${platform.base}/v1/conversations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${platform.editorKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ agentId: 'bench' }),
+  });
+  if (response.status !== 201)
+    throw new Error(`create answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+/** Creates `n` conversations, `parallel` at a time. */
+async function createConversations(platform: BenchPlatform, n: number, parallel = 20): Promise<string[]> {
+  const ids: string[] = [];
+  while (ids.length < n) {
+    const batch = Math.min(parallel, n - ids.length);
+    ids.push(...(await Promise.all(Array.from({ length: batch }, () => createConversation(platform)))));
+  }
+  return ids;
+}
+
+interface OverheadFigures {
+  direct: StreamTiming[];
+  gateway: StreamTiming[];
+  /** Gateway POST → the fake received the model request (ms, Date.now resolution). */
+  turnStart: number[];
+  /** The fake received the model request → first delta at the client (ms). */
+  providerToClient: number[];
+  /** Per token: the delta on NATS (seen by a subscriber next to the gateway) → the SSE frame at the client. */
+  relay: number[];
+}
+
+/** Per token of one streamed conversation: SSE arrival minus NATS arrival (same clock, this process). */
+const relayOf = (tap: DeltaTap, conversationId: string, timing: StreamTiming): number[] => {
+  const onNats = tap.arrivals.get(conversationId) ?? [];
+  return timing.times.slice(0, onNats.length).map((at, i) => at - onNats[i]!);
+};
+
+async function measureOverhead(
+  platform: BenchPlatform,
+  fake: FakeOpenAI,
+  tap: DeltaTap,
+): Promise<OverheadFigures> {
+  const figures: OverheadFigures = {
+    direct: [],
+    gateway: [],
+    turnStart: [],
+    providerToClient: [],
+    relay: [],
+  };
+  const conversations = await createConversations(platform, ROUNDS + WARMUP);
+  const shape = { chunkSize: TOKEN_CHARS, chunkDelayMs: TOKEN_MS };
+  for (let round = 0; round < ROUNDS + WARMUP; round++) {
+    const keep = round >= WARMUP;
+    const runDirect = async () => {
+      fake.script(fakeReply.text(TEXT, shape));
+      const timing = await direct(fake);
+      if (keep) figures.direct.push(timing);
+    };
+    const runGateway = async () => {
+      fake.script(fakeReply.text(TEXT, shape));
+      const before = fake.requests.length;
+      const timing = await throughGateway(platform, conversations[round]!);
+      const modelRequest = fake.requests.slice(before).find((r) => r.path.endsWith('/chat/completions'));
+      if (!keep) return;
+      figures.gateway.push(timing);
+      figures.relay.push(...relayOf(tap, conversations[round]!, timing));
+      if (modelRequest && timing.firstAtEpoch > 0) {
+        figures.turnStart.push(modelRequest.receivedAt - timing.sentAtEpoch);
+        figures.providerToClient.push(timing.firstAtEpoch - modelRequest.receivedAt);
+      }
+    };
+    // Rotate who goes first so neither drift nor order favours one.
+    if (round % 2 === 0) {
+      await runDirect();
+      await runGateway();
+    } else {
+      await runGateway();
+      await runDirect();
+    }
+  }
+  return figures;
+}
+
+interface LoadFigures {
+  timings: StreamTiming[];
+  relay: number[];
+  wallMs: number;
+  rssBefore: number;
+  rssPeak: number;
+  rssAfter: number;
+  /** Most streams open at once and the RSS sampled then. */
+  maxOpen: number;
+  rssAtMaxOpen: number;
+}
+
+async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: DeltaTap): Promise<LoadFigures> {
+  const conversations = await createConversations(platform, STREAMS);
+  for (let i = 0; i < STREAMS; i++) {
+    fake.script(
+      fakeReply.text(LOAD_TEXT, {
+        chunkSize: TOKEN_CHARS,
+        chunkDelayMs: LOAD_TOKEN_MS,
+      }),
+    );
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const rssBefore = await rssOf(platform.gateway.pid);
+  let open = 0;
+  let maxOpen = 0;
+  let rssAtMaxOpen = rssBefore;
+  let rssPeak = rssBefore;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const rss = await rssOf(platform.gateway.pid).catch(() => 0);
+      rssPeak = Math.max(rssPeak, rss);
+      if (open > maxOpen) [maxOpen, rssAtMaxOpen] = [open, rss];
+      else if (open === maxOpen) rssAtMaxOpen = Math.max(rssAtMaxOpen, rss);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  const started = now();
+  const timings = await Promise.all(
+    conversations.map(async (id) => {
+      // Open from the response headers to the end of the stream.
+      let opened = false;
+      try {
+        return await throughGateway(platform, id, () => {
+          opened = true;
+          open++;
+        });
+      } finally {
+        if (opened) open--;
+      }
+    }),
+  );
+  const wallMs = now() - started;
+  sampling = false;
+  await sampler;
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const rssAfter = await rssOf(platform.gateway.pid);
+  const relay = timings.flatMap((timing, i) => relayOf(tap, conversations[i]!, timing));
+  return { timings, relay, wallMs, rssBefore, rssPeak, rssAfter, maxOpen, rssAtMaxOpen };
+}
+
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+const f = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(2));
+
+const row = (scenario: string, variant: string, values: number[]): Row => {
+  const s = summarize(values);
+  return { scenario, variant, n: s.n, p50Ms: s.p50, p99Ms: s.p99 };
+};
+
+async function run(infra: BenchInfra): Promise<BenchReport> {
+  const fake = await startFakeOpenAI();
+  try {
+    const overhead = await withPlatform(startBenchPlatform(infra, fake.url, 32), infra, (platform, tap) =>
+      measureOverhead(platform, fake, tap),
+    );
+    const load = await withPlatform(startDevPlatform(infra, fake.url, STREAMS), infra, (platform, tap) =>
+      measureLoad(platform, fake, tap),
+    );
+    const report = reportOf(overhead, load);
+    await writeFile(RESULTS, markdownOf(report, overhead, load, infra));
+    return report;
+  } finally {
+    await fake.close();
+  }
+}
+
+/** Runs `measure` on a started platform with a deltas tap, and stops both. */
+async function withPlatform<T>(
+  starting: Promise<BenchPlatform>,
+  infra: BenchInfra,
+  measure: (platform: BenchPlatform, tap: DeltaTap) => Promise<T>,
+): Promise<T> {
+  const platform = await starting;
+  try {
+    const tap = await tapDeltas(infra, platform);
+    try {
+      return await measure(platform, tap);
+    } finally {
+      await tap.close();
+    }
+  } finally {
+    await platform.stop();
+  }
+}
+
+function reportOf(overhead: OverheadFigures, load: LoadFigures): BenchReport {
+  const ttftDirect = summarize(overhead.direct.map((t) => t.ttft));
+  const ttftGateway = summarize(overhead.gateway.map((t) => t.ttft));
+  const gapDirect = summarize(overhead.direct.flatMap((t) => t.gaps));
+  const gapGateway = summarize(overhead.gateway.flatMap((t) => t.gaps));
+  const completed = load.timings.filter((t) => t.completed).length;
+  const loadGaps = summarize(load.timings.flatMap((t) => t.gaps));
+  const loadTtft = summarize(load.timings.filter((t) => t.tokens > 0).map((t) => t.ttft));
+  const perStream = load.maxOpen > 0 ? (load.rssAtMaxOpen - load.rssBefore) / load.maxOpen : Number.NaN;
+  const rows: Row[] = [
+    row(
+      'time to first token',
+      'raw',
+      overhead.direct.map((t) => t.ttft),
+    ),
+    {
+      ...row(
+        'time to first token',
+        'keel',
+        overhead.gateway.map((t) => t.ttft),
+      ),
+      ratio: ttftGateway.p50 / ttftDirect.p50,
+    },
+    row(
+      'gap between tokens',
+      'raw',
+      overhead.direct.flatMap((t) => t.gaps),
+    ),
+    {
+      ...row(
+        'gap between tokens',
+        'keel',
+        overhead.gateway.flatMap((t) => t.gaps),
+      ),
+      ratio: gapGateway.p50 / gapDirect.p50,
+    },
+    row('token: delta on NATS → SSE frame at the client', 'keel', overhead.relay),
+    row(
+      `${STREAMS} streams: time to first token`,
+      'keel',
+      load.timings.filter((t) => t.tokens > 0).map((t) => t.ttft),
+    ),
+    row(
+      `${STREAMS} streams: gap between tokens`,
+      'keel',
+      load.timings.flatMap((t) => t.gaps),
+    ),
+    row(`${STREAMS} streams: delta on NATS → SSE frame at the client`, 'keel', load.relay),
+  ];
+  return {
+    name: 'gateway-stream',
+    title: 'Gateway streaming: overhead vs reading the provider directly, and 500 concurrent streams',
+    description: [
+      `Gateway, agent and tools as separate processes; the fake OpenAI server streams ${TOKENS} tokens of ${TOKEN_CHARS} characters, ${TOKEN_MS} ms apart; raw = the same fake read directly in this process, interleaved, ${ROUNDS} turns each after ${WARMUP} warm-up rounds.`,
+      `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart; \`npm start\`'s one process (gateway, agent, tools, audit, pricing) with the store in memory and the bus on NATS, the agent allowing ${STREAMS} model steps at once: with FerretDB the agent cannot start 500 turns within its 10 s call deadline on this machine, so the store is taken out of the picture; the RSS is the whole process's, an upper bound of the gateway's).`,
+    ],
+    rows,
+    notes: [
+      `Added time to first token (p50): ${f(ttftGateway.p50 - ttftDirect.p50)} ms (goal < 5 ms): POST → the fake receives the agent's model request p50 ${f(summarize(overhead.turnStart).p50)} ms (the turn's commands, events and the agent's pick-up), then → first delta at the client p50 ${f(summarize(overhead.providerToClient).p50)} ms vs the direct first token p50 ${f(ttftDirect.p50)} ms.`,
+      `Added per token (p50 of the gaps): ${f(gapGateway.p50 - gapDirect.p50)} ms (goal < 1 ms); p99 ${f(gapGateway.p99)} vs ${f(gapDirect.p99)} ms. Tokens seen per turn: gateway ${overhead.gateway[0]?.tokens ?? 0}, direct ${overhead.direct[0]?.tokens ?? 0}.`,
+      `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone, p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
+      `${STREAMS} streams: ${completed}/${STREAMS} completed (${((100 * completed) / STREAMS).toFixed(1)} %) in ${(load.wallMs / 1000).toFixed(1)} s; time to first token p50 ${f(loadTtft.p50)} / p99 ${f(loadTtft.p99)} ms; token gaps p50 ${f(loadGaps.p50)} / p99 ${f(loadGaps.p99)} ms (the fake pauses ${LOAD_TOKEN_MS} ms).`,
+      ...failuresOf(load.timings),
+      `Gateway RSS: ${mb(load.rssBefore)} MB before, ${mb(load.rssAtMaxOpen)} MB with ${load.maxOpen} streams open (peak ${mb(load.rssPeak)} MB), ${mb(load.rssAfter)} MB 2 s after: ≈ ${(perStream / 1024).toFixed(0)} KB per open stream.`,
+    ],
+  };
+}
+
+/** The reasons streams did not complete, most frequent first. */
+const failuresOf = (timings: StreamTiming[]): string[] => {
+  const counts = new Map<string, number>();
+  for (const t of timings) if (t.failure) counts.set(t.failure, (counts.get(t.failure) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([reason, n]) => `Not completed (${n}): ${reason}`);
+};
+
+function markdownOf(
+  report: BenchReport,
+  overhead: OverheadFigures,
+  load: LoadFigures,
+  infra: BenchInfra,
+): string {
+  const lines = [
+    `# ${report.title}`,
+    '',
+    `_Measured ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} on ${machineLine(infra)}; \`npm run bench -- gateway-stream\`._`,
+    '',
+    ...report.description.map((d) => `${d}`),
+    '',
+    '| scenario | variant | n | p50 ms | p99 ms | keel/raw p50 |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...report.rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.variant} | ${r.n} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${r.ratio ? `${r.ratio.toFixed(2)}x` : ''} |`,
+    ),
+    '',
+    '| first token split (gateway) | n | p50 ms | p99 ms |',
+    '| --- | --- | --- | --- |',
+    `| POST → fake receives the model request | ${overhead.turnStart.length} | ${f(summarize(overhead.turnStart).p50)} | ${f(summarize(overhead.turnStart).p99)} |`,
+    `| fake receives the request → first delta at the client | ${overhead.providerToClient.length} | ${f(summarize(overhead.providerToClient).p50)} | ${f(summarize(overhead.providerToClient).p99)} |`,
+    '',
+    '| load | value |',
+    '| --- | --- |',
+    `| streams completed | ${load.timings.filter((t) => t.completed).length} / ${STREAMS} |`,
+    `| wall time | ${(load.wallMs / 1000).toFixed(1)} s |`,
+    `| gateway RSS before / with ${load.maxOpen} open / peak / after | ${mb(load.rssBefore)} / ${mb(load.rssAtMaxOpen)} / ${mb(load.rssPeak)} / ${mb(load.rssAfter)} MB |`,
+    `| memory per open stream | ${((load.rssAtMaxOpen - load.rssBefore) / Math.max(1, load.maxOpen) / 1024).toFixed(0)} KB |`,
+    '',
+    ...report.notes.map((n) => `- ${n}`),
+    '',
+  ];
+  return lines.join('\n');
+}
+
+/** `npm run bench -- gateway-stream`. */
+export const gatewayStreamBench: Bench = { name: 'gateway-stream', needsNats: true, run };
