@@ -39,6 +39,8 @@ const configFor = (service: ServiceName) =>
 // One master key for the whole process: the agent seals secrets that the tools service opens.
 // Without KEEL_MASTER_KEY the dev mode makes one up, so sealed secrets do not survive a restart.
 process.env.KEEL_MASTER_KEY ??= SecretBox.generateKey();
+// The dev mode prints keys: it listens on loopback only unless HOST says otherwise.
+process.env.HOST ??= '127.0.0.1';
 // Without KEEL_OPERATOR_KEY the dev mode makes one up too, and prints it with the dev tenant's key.
 const startedAt = Date.now() - process.uptime() * 1000;
 const operatorKeyMadeUp = ensureDevOperatorKey();
