@@ -366,6 +366,44 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     expect(listed.data[0]?.id).toBe(id);
   });
 
+  it('idempotency_key: a retried CreateConversation or SendMessage does the work once', async () => {
+    const create = () =>
+      grpc.unary<{ conversation: { id: string } }>('createConversation', keys.editor, {
+        agentId: 'support',
+        idempotencyKey: 'create-once-1',
+      });
+    const first = await create();
+    expect((await create()).conversation.id).toBe(first.conversation.id);
+    expect(
+      await codeOf(
+        grpc.unary('createConversation', keys.editor, { agentId: 'other', idempotencyKey: 'create-once-1' }),
+      ),
+    ).toBe(status.ABORTED);
+
+    fake.script(fakeReply.text('Once only.'));
+    const id = first.conversation.id;
+    const send = () =>
+      new Promise<Frame[]>((resolve, reject) => {
+        const frames: Frame[] = [];
+        const call = grpc.stream(keys.editor, {
+          conversationId: id,
+          content: 'Say it once',
+          idempotencyKey: 'send-once-1',
+        });
+        call.on('data', (event: Record<string, unknown>) => frames.push(frameOfTurnEvent(event)));
+        call.on('error', reject);
+        call.on('end', () => resolve(frames));
+      });
+    const streamed = await send();
+    const retried = await send();
+    expect(streamed.at(-1)?.event).toBe('turn.completed');
+    // The retry streams the same turn again from the log: its durable frames, no second turn.
+    const durable = (frames: Frame[]) => frames.filter((f) => !f.id.includes('.'));
+    expect(durable(retried)).toEqual(durable(streamed));
+    const state = await json(await http('GET', `/v1/conversations/${id}`, keys.viewer));
+    expect((state.messages as Array<{ role: string }>).filter((m) => m.role === 'user')).toHaveLength(1);
+  });
+
   it('a caller that goes away mid-stream does not stop the turn', async () => {
     fake.script(
       fakeReply.text('One two three four five six seven eight nine ten.', { chunkSize: 2, chunkDelayMs: 40 }),

@@ -26,6 +26,8 @@ import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
 import type { RouteRole } from '../auth/principal.js';
 import { MAX_CONTENT_CHARS, parseCreateConversation } from '../conversations/conversation-requests.js';
 import type { SendMessageFields } from '../conversations/conversation-requests.js';
+import { idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { TurnStreamService } from '../stream/turn-stream.js';
 import type { HeaderSink } from './grpc-caller.js';
 import { GrpcCallerResolver } from './grpc-caller.js';
@@ -77,6 +79,7 @@ export class ConversationsGrpcController implements ConversationServiceControlle
     @Inject(GrpcCallerResolver) private readonly callers: GrpcCallerResolver,
     @Inject(AgentClient) private readonly agent: AgentClient,
     @Inject(TurnStreamService) private readonly turns: TurnStreamService,
+    @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {}
 
@@ -91,9 +94,9 @@ export class ConversationsGrpcController implements ConversationServiceControlle
         ...(request.title ? { title: request.title } : {}),
         metadata: request.metadata ?? {},
       });
-      return this.agent.call('createConversation', context, {
-        request: { ...fields, idempotencyKey: request.idempotencyKey ?? '' },
-      });
+      return this.once(context, 'CreateConversation', request.idempotencyKey, fields, () =>
+        this.agent.call('createConversation', context, { request: fields }),
+      );
     });
   }
 
@@ -124,8 +127,18 @@ export class ConversationsGrpcController implements ConversationServiceControlle
     metadata?: Metadata,
     call?: HeaderSink,
   ): Observable<DecideApprovalResponse> {
+    const { conversationId, approvalId, decision, reason } = request;
     return this.unary('DecideApproval', EDITOR, metadata, call, request.actingUserId, (context) =>
-      this.agent.call('decideApproval', context, { request: { ...request, actingUserId: '' } }),
+      this.once(
+        context,
+        `DecideApproval ${conversationId}/${approvalId}`,
+        request.idempotencyKey,
+        { decision, reason },
+        () =>
+          this.agent.call('decideApproval', context, {
+            request: { conversationId, approvalId, decision, reason },
+          }),
+      ),
     );
   }
 
@@ -134,8 +147,11 @@ export class ConversationsGrpcController implements ConversationServiceControlle
     metadata?: Metadata,
     call?: HeaderSink,
   ): Observable<CancelTurnResponse> {
+    const { conversationId } = request;
     return this.unary('CancelTurn', EDITOR, metadata, call, request.actingUserId, (context) =>
-      this.agent.call('cancelTurn', context, { request: { ...request, actingUserId: '' } }),
+      this.once(context, `CancelTurn ${conversationId}`, request.idempotencyKey, {}, () =>
+        this.agent.call('cancelTurn', context, { request: { conversationId } }),
+      ),
     );
   }
 
@@ -199,6 +215,37 @@ export class ConversationsGrpcController implements ConversationServiceControlle
       }
     };
     return from(run());
+  }
+
+  /**
+   * `idempotency_key` (the proto's, as HTTP's Idempotency-Key): the first call with a key runs and
+   * its response is kept 24 h per tenant and RPC; a retry with the same request gets it back
+   * without the work being done again; another request with the key, or a retry while the first
+   * runs, is ABORTED. Kept apart from HTTP's records (the responses differ in shape).
+   */
+  private async once<T>(
+    context: CallContext,
+    operation: string,
+    rawKey: string | undefined,
+    body: unknown,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const key = rawKey ? idempotencyKeyOf(rawKey) : undefined;
+    const decision = await this.idempotency.decide<{ body: T }>(
+      tenantKeyScope(context.tenantId),
+      `gRPC ConversationService.${operation}`,
+      key,
+      body,
+    );
+    if (decision.kind === 'replay') return decision.response.body;
+    try {
+      const response = await work();
+      if (decision.kind === 'first') await decision.complete({ body: response });
+      return response;
+    } catch (error) {
+      if (decision.kind === 'first') await decision.release();
+      throw error;
+    }
   }
 
   private logContext(method: string, context: CallContext | undefined): Record<string, unknown> {
