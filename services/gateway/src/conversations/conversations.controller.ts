@@ -7,11 +7,12 @@ import { Roles } from '../auth/roles.decorator.js';
 import { REQUEST_ID_HEADER } from '../http/request-id.js';
 import { EventsFeedService } from '../stream/events-feed.service.js';
 import { resumeAfter } from '../stream/feed-frames.js';
-import { IDEMPOTENT_REPLAY_HEADER } from '../idempotency/idempotency-key.js';
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAY_HEADER,
+  idempotencyKeyOf,
+} from '../idempotency/idempotency-key.js';
 import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
-import type { IdempotentRequest } from '../idempotency/idempotency.service.js';
-import { IdempotencyService } from '../idempotency/idempotency.service.js';
-import type { SubmittedTurn } from '../stream/turn-stream.js';
 import { TurnStreamService } from '../stream/turn-stream.js';
 import {
   parseCreateConversation,
@@ -29,7 +30,7 @@ import type {
 import { conversationListView, conversationView, summaryView, wordOf } from './conversation-views.js';
 
 /** The part of Fastify's request the send route reads. */
-interface StreamRequest extends IdempotentRequest {
+interface StreamRequest {
   id: string;
   raw: IncomingMessage;
 }
@@ -40,12 +41,6 @@ interface StreamReply {
   header(name: string, value: string): unknown;
   hijack(): unknown;
   raw: ServerResponse;
-}
-
-/** What a send records for its Idempotency-Key: the answer, and where the turn's events start. */
-interface SentMessage {
-  body: { turnId: string };
-  version: number;
 }
 
 /** Whether the client asked for the turn stream (`Accept: text/event-stream`). */
@@ -62,7 +57,6 @@ export class ConversationsController {
     @Inject(AgentClient) private readonly agent: AgentClient,
     @Inject(TurnStreamService) private readonly turns: TurnStreamService,
     @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
-    @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
   ) {}
 
   /** `POST /v1/conversations` `{ agentId, title?, metadata? }` → 201 `{ id, agentId, status, createdAt }`. */
@@ -136,26 +130,14 @@ export class ConversationsController {
     // A retried stream may resume: Last-Event-ID, as on the events feed (a malformed one: 400).
     const lastEventId = request.raw.headers['last-event-id'];
     const resume = streamed ? resumeAfter([lastEventId ?? []].flat()[0], undefined) : 0;
+    const idempotencyKey = idempotencyKeyOf(request.raw.headers[IDEMPOTENCY_KEY_HEADER]);
     const context = callContextOf(caller, request.id);
-    const decision = await this.idempotency.begin<SentMessage>(caller, request);
-    let turn: SubmittedTurn;
-    if (decision.kind === 'replay') {
-      turn = { turnId: decision.response.body.turnId, version: decision.response.version };
-      reply.header(IDEMPOTENT_REPLAY_HEADER, 'true');
-    } else {
-      try {
-        turn = await this.turns.submit(context, {
-          conversationId,
-          ...fields,
-          ...(decision.kind === 'first' ? { idempotencyKey: decision.key } : {}),
-        });
-      } catch (error) {
-        if (decision.kind === 'first') await decision.release();
-        throw error;
-      }
-      if (decision.kind === 'first')
-        await decision.complete({ body: { turnId: turn.turnId }, version: turn.version });
-    }
+    const turn = await this.turns.submitOnce(context, {
+      conversationId,
+      ...fields,
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+    });
+    if (turn.replayed) reply.header(IDEMPOTENT_REPLAY_HEADER, 'true');
     if (!streamed) {
       reply.code(202).send({ turnId: turn.turnId });
       return;
@@ -166,14 +148,14 @@ export class ConversationsController {
       conversationId,
       turn,
       closed.signal,
-      decision.kind === 'replay' ? resume : 0,
+      turn.replayed ? resume : 0,
     );
     reply.hijack();
     void this.feeds.serve(
       reply.raw,
       {
         [REQUEST_ID_HEADER]: request.id,
-        ...(decision.kind === 'replay' ? { [IDEMPOTENT_REPLAY_HEADER]: 'true' } : {}),
+        ...(turn.replayed ? { [IDEMPOTENT_REPLAY_HEADER]: 'true' } : {}),
       },
       () => frames,
       { tenantId: context.tenantId, conversationId, turnId: turn.turnId },

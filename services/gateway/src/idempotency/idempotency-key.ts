@@ -36,19 +36,19 @@ const canonical = (value: unknown): string => {
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/** Whose keys a principal's requests share: its tenant's (the operator is its own scope). */
+export const keyScopeOf = (principal: Principal): string =>
+  principal.kind === 'tenant' ? tenantKeyScope(principal.tenantId) : 'operator';
+
+/** The key scope of a tenant (what a gRPC call, known by its CallContext, shares with HTTP). */
+export const tenantKeyScope = (tenantId: string): string => `tenant:${tenantId}`;
+
 /**
- * The store key of a request: the key is per tenant (the operator is its own scope), per method
- * and path. Hashed, so the caller's key is never stored in clear.
+ * The store key of a request: the key is per scope (tenant), per operation (method and path).
+ * Hashed, so the caller's key is never stored in clear.
  */
-export const scopedKey = (principal: Principal, method: string, path: string, key: string): string =>
-  sha256(
-    JSON.stringify([
-      principal.kind === 'tenant' ? `tenant:${principal.tenantId}` : 'operator',
-      method,
-      path,
-      key,
-    ]),
-  );
+export const scopedKey = (scope: string, operation: string, key: string): string =>
+  sha256(JSON.stringify([scope, operation, key]));
 
 /** What identifies the request's body: a retry must send the same one. */
 export const fingerprintOf = (body: unknown): string => sha256(canonical(body ?? null));

@@ -1,7 +1,7 @@
 import { ValidationError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../auth/principal.js';
-import { fingerprintOf, idempotencyKeyOf, scopedKey } from './idempotency-key.js';
+import { fingerprintOf, idempotencyKeyOf, keyScopeOf, scopedKey, tenantKeyScope } from './idempotency-key.js';
 
 const tenant = (tenantId: string): Principal => ({
   kind: 'tenant',
@@ -27,14 +27,14 @@ describe('idempotencyKeyOf', () => {
 });
 
 describe('scopedKey and fingerprintOf', () => {
-  it('scopes a key by tenant, method and path, and never holds it in clear', () => {
-    const key = scopedKey(tenant('t1'), 'POST', '/v1/conversations', 'my-key');
+  it('scopes a key by tenant and operation, and never holds it in clear', () => {
+    const key = scopedKey(keyScopeOf(tenant('t1')), 'POST /v1/conversations', 'my-key');
     expect(key).toMatch(/^[0-9a-f]{64}$/);
-    expect(scopedKey(tenant('t1'), 'POST', '/v1/conversations', 'my-key')).toBe(key);
-    expect(scopedKey(tenant('t2'), 'POST', '/v1/conversations', 'my-key')).not.toBe(key);
-    expect(scopedKey(tenant('t1'), 'POST', '/v1/conversations/c1/cancel', 'my-key')).not.toBe(key);
+    expect(scopedKey(tenantKeyScope('t1'), 'POST /v1/conversations', 'my-key')).toBe(key);
+    expect(scopedKey(keyScopeOf(tenant('t2')), 'POST /v1/conversations', 'my-key')).not.toBe(key);
+    expect(scopedKey(keyScopeOf(tenant('t1')), 'POST /v1/conversations/c1/cancel', 'my-key')).not.toBe(key);
     const operator: Principal = { kind: 'operator', keyId: 'operator', role: 'operator', userId: 'op' };
-    expect(scopedKey(operator, 'POST', '/v1/conversations', 'my-key')).not.toBe(key);
+    expect(scopedKey(keyScopeOf(operator), 'POST /v1/conversations', 'my-key')).not.toBe(key);
   });
 
   it('sees the same body in any key order as the same request, and any other body as another', () => {

@@ -5,7 +5,13 @@ import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
-import { fingerprintOf, idempotencyKeyOf, IDEMPOTENCY_KEY_HEADER, scopedKey } from './idempotency-key.js';
+import {
+  fingerprintOf,
+  idempotencyKeyOf,
+  IDEMPOTENCY_KEY_HEADER,
+  keyScopeOf,
+  scopedKey,
+} from './idempotency-key.js';
 
 /** The parts of a request idempotency looks at. */
 export interface IdempotentRequest {
@@ -47,12 +53,25 @@ export class IdempotencyService {
   }
 
   /** Claims the request's key, or finds the response to repeat; throws the 409 / 400 cases. */
-  async begin<T>(principal: Principal, request: IdempotentRequest): Promise<IdempotencyDecision<T>> {
+  begin<T>(principal: Principal, request: IdempotentRequest): Promise<IdempotencyDecision<T>> {
     const key = idempotencyKeyOf(request.headers[IDEMPOTENCY_KEY_HEADER]);
-    if (key === undefined) return { kind: 'none' };
     const path = request.url.split('?')[0] ?? request.url;
-    const scoped = scopedKey(principal, request.method, path, key);
-    const fingerprint = fingerprintOf(request.body);
+    return this.decide<T>(keyScopeOf(principal), `${request.method} ${path}`, key, request.body);
+  }
+
+  /**
+   * Claims `key` (undefined: none given) for one `operation` in `scope` with this request body, or
+   * finds the response to repeat; throws the 409 cases. For edges other than the HTTP routes.
+   */
+  async decide<T>(
+    scope: string,
+    operation: string,
+    key: string | undefined,
+    body: unknown,
+  ): Promise<IdempotencyDecision<T>> {
+    if (key === undefined) return { kind: 'none' };
+    const scoped = scopedKey(scope, operation, key);
+    const fingerprint = fingerprintOf(body);
     const claim = await this.store.claim(scoped, fingerprint, IDEMPOTENCY_PENDING_MS);
     if (claim.outcome === 'claimed') {
       return {

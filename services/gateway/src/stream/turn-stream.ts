@@ -5,6 +5,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { CallContext } from '../agent-client/agent.client.js';
 import { AgentClient } from '../agent-client/agent.client.js';
 import type { SendMessageFields } from '../conversations/conversation-requests.js';
+import { idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { EventsFeedService } from './events-feed.service.js';
 import type { FeedFrame } from './feed-frames.js';
 import { readFeed } from './feed-reader.js';
@@ -14,6 +16,8 @@ import { turnFrames } from './turn-frames.js';
 export interface TurnRequest extends SendMessageFields {
   conversationId: string;
   idempotencyKey?: string;
+  /** A retry (same Idempotency-Key) resumes after this version (the client's `Last-Event-ID`). */
+  resumeAfter?: number;
 }
 
 /** A turn the agent recorded, and where in the conversation its events start. */
@@ -23,8 +27,19 @@ export interface SubmittedTurn {
   version: number;
 }
 
+/** A turn submitted once per Idempotency-Key: `replayed` when a retry got the first request's turn. */
+export interface SubmittedOnce extends SubmittedTurn {
+  replayed: boolean;
+}
+
+/** What a send records for its Idempotency-Key: the answer, and where the turn's events start. */
+interface SentMessage {
+  body: { turnId: string };
+  version: number;
+}
+
 /** A started (or queued) turn and its frames. */
-export interface TurnStream extends SubmittedTurn {
+export interface TurnStream extends SubmittedOnce {
   /** The turn's frames, turn.started to its terminal event; reading stops when the signal aborts. */
   frames: AsyncIterable<FeedFrame>;
 }
@@ -42,19 +57,51 @@ export class TurnStreamService implements BeforeApplicationShutdown {
   constructor(
     @Inject(AgentClient) private readonly agent: AgentClient,
     @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
+    @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
   ) {}
 
   /**
    * Submits the message through the agent and yields the frames of the turn it started, until
    * that turn ends. Rejects (before any frame) with the agent's typed error: bad input, unknown
-   * conversation (404), busy (409), budget (402), unavailable.
+   * conversation (404), busy (409), budget (402), unavailable. A retry with the same
+   * Idempotency-Key starts no second turn: it streams the first one again (after `resumeAfter`).
    */
   async sendAndStream(caller: CallContext, request: TurnRequest, signal: AbortSignal): Promise<TurnStream> {
-    const turn = await this.submit(caller, request);
+    const turn = await this.submitOnce(caller, request);
+    const resume = turn.replayed ? (request.resumeAfter ?? 0) : 0;
     return {
       ...turn,
-      frames: this.follow(caller.tenantId, request.conversationId, turn, signal),
+      frames: this.follow(caller.tenantId, request.conversationId, turn, signal, resume),
     };
+  }
+
+  /**
+   * Submits the message once per Idempotency-Key (per tenant and conversation, HTTP and gRPC
+   * alike): the first request submits and records its turn; a retry with the same content gets
+   * that turn back (`replayed`); another content, or a retry while the first runs: 409.
+   */
+  async submitOnce(caller: CallContext, request: TurnRequest): Promise<SubmittedOnce> {
+    const key = request.idempotencyKey ? idempotencyKeyOf(request.idempotencyKey) : undefined;
+    const decision = await this.idempotency.decide<SentMessage>(
+      tenantKeyScope(caller.tenantId),
+      `POST /v1/conversations/${request.conversationId}/messages`,
+      key,
+      { content: request.content, ifBusy: request.ifBusy },
+    );
+    if (decision.kind === 'replay') {
+      return { turnId: decision.response.body.turnId, version: decision.response.version, replayed: true };
+    }
+    let turn: SubmittedTurn;
+    try {
+      turn = await this.submit(caller, request);
+    } catch (error) {
+      if (decision.kind === 'first') await decision.release();
+      throw error;
+    }
+    if (decision.kind === 'first') {
+      await decision.complete({ body: { turnId: turn.turnId }, version: turn.version });
+    }
+    return { ...turn, replayed: false };
   }
 
   /** Submits the message through the agent: the turn it started or queued, and its start version. */

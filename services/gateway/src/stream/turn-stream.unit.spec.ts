@@ -1,6 +1,14 @@
-import { InMemoryEphemeralChannel, InMemoryEventStore, PreconditionError } from '@keel/core';
+import {
+  InMemoryEphemeralChannel,
+  InMemoryEventStore,
+  InMemoryIdempotencyStore,
+  PreconditionError,
+} from '@keel/core';
+import type { Infrastructure } from '@keel/runtime';
+import { createLogger } from '@keel/runtime';
 import { describe, expect, it } from 'vitest';
 import type { AgentClient, CallContext } from '../agent-client/agent.client.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import type { EventsFeedService } from './events-feed.service.js';
 import type { FeedFrame } from './feed-frames.js';
 import { TurnStreamService } from './turn-stream.js';
@@ -40,7 +48,9 @@ const setup = (answer: () => Promise<unknown>) => {
     },
   } as unknown as AgentClient;
   const feeds = { sources: () => ({ store, ephemeral, pollMs: 5_000 }) } as unknown as EventsFeedService;
-  return { store, ephemeral, calls, service: new TurnStreamService(agent, feeds) };
+  const infra = { idempotency: new InMemoryIdempotencyStore() } as unknown as Infrastructure;
+  const idempotency = new IdempotencyService(infra, createLogger('gateway', { level: 'silent' }));
+  return { store, ephemeral, calls, service: new TurnStreamService(agent, feeds, idempotency) };
 };
 
 const collect = async (frames: AsyncIterable<FeedFrame>, into: FeedFrame[]) => {
@@ -127,6 +137,63 @@ describe('TurnStreamService', () => {
     const turn = { turnId: 'u1', version: 0 };
     await collect(service.follow(tenantId, conversationId, turn, new AbortController().signal, 2), frames);
     expect(frames.map((f) => `${f.id} ${f.event}`)).toEqual(['3 approval.decided', '4 turn.completed']);
+  });
+
+  it('submits once per Idempotency-Key: a retry streams the first turn again (after resumeAfter), without a second submit', async () => {
+    const { store, calls, service } = setup(async () => ({ turnId: 'u1', version: 0 }));
+    await store.append(tenantId, stream, [
+      started('u1'),
+      approval('u1', 'p1'),
+      decided('u1', 'p1'),
+      completed('u1'),
+    ]);
+    const request = {
+      conversationId,
+      content: 'hi',
+      ifBusy: 'IF_BUSY_REJECT' as const,
+      idempotencyKey: 'k-1',
+    };
+    const first = await service.sendAndStream(caller, request, new AbortController().signal);
+    expect(first).toMatchObject({ turnId: 'u1', replayed: false });
+    const retry = await service.sendAndStream(
+      caller,
+      { ...request, resumeAfter: 2 },
+      new AbortController().signal,
+    );
+    expect(retry).toMatchObject({ turnId: 'u1', version: 0, replayed: true });
+    const frames: FeedFrame[] = [];
+    await collect(retry.frames, frames);
+    expect(frames.map((f) => f.event)).toEqual(['approval.decided', 'turn.completed']);
+    expect(calls).toHaveLength(1);
+    // The same key with other content, in the same tenant: a conflict; in another tenant: its own.
+    await expect(service.submitOnce(caller, { ...request, content: 'other' })).rejects.toThrow(
+      /different request body/,
+    );
+    const other = await service.submitOnce({ ...caller, tenantId: 't2' }, request);
+    expect(other.replayed).toBe(false);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('frees the key when the agent refuses, so a retry submits again; refuses a malformed key', async () => {
+    let refuse = true;
+    const { calls, service } = setup(async () => {
+      if (refuse) throw new PreconditionError('busy', { details: { conflict: true } });
+      return { turnId: 'u9', version: 3 };
+    });
+    const request = {
+      conversationId,
+      content: 'hi',
+      ifBusy: 'IF_BUSY_REJECT' as const,
+      idempotencyKey: 'k-2',
+    };
+    await expect(service.submitOnce(caller, request)).rejects.toThrow('busy');
+    refuse = false;
+    expect(await service.submitOnce(caller, request)).toEqual({ turnId: 'u9', version: 3, replayed: false });
+    expect(calls).toHaveLength(2);
+    await expect(service.submitOnce(caller, { ...request, idempotencyKey: 'bad key' })).rejects.toThrow(
+      expect.objectContaining({ field: 'Idempotency-Key' }),
+    );
+    expect(calls).toHaveLength(2);
   });
 
   it('rejects before any frame when the agent refuses the message', async () => {
