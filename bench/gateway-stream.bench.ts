@@ -235,6 +235,8 @@ async function measureOverhead(
 interface LoadFigures {
   timings: StreamTiming[];
   relay: number[];
+  /** The gateway's hop per token with the store in memory, one stream at a time (before the load). */
+  relayAlone: number[];
   wallMs: number;
   rssBefore: number;
   rssPeak: number;
@@ -245,6 +247,13 @@ interface LoadFigures {
 }
 
 async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: DeltaTap): Promise<LoadFigures> {
+  // First, one stream at a time: the gateway's hop per token when the store is in memory.
+  const relayAlone: number[] = [];
+  for (const [i, id] of (await createConversations(platform, 10 + WARMUP)).entries()) {
+    fake.script(fakeReply.text(TEXT, { chunkSize: TOKEN_CHARS, chunkDelayMs: TOKEN_MS }));
+    const timing = await throughGateway(platform, id);
+    if (i >= WARMUP) relayAlone.push(...relayOf(tap, id, timing));
+  }
   const conversations = await createConversations(platform, STREAMS);
   for (let i = 0; i < STREAMS; i++) {
     fake.script(
@@ -291,7 +300,7 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const rssAfter = await rssOf(platform.gateway.pid);
   const relay = timings.flatMap((timing, i) => relayOf(tap, conversations[i]!, timing));
-  return { timings, relay, wallMs, rssBefore, rssPeak, rssAfter, maxOpen, rssAtMaxOpen };
+  return { timings, relay, relayAlone, wallMs, rssBefore, rssPeak, rssAfter, maxOpen, rssAtMaxOpen };
 }
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
@@ -375,6 +384,7 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures): BenchReport {
       ratio: gapGateway.p50 / gapDirect.p50,
     },
     row('token: delta on NATS → SSE frame at the client', 'keel', overhead.relay),
+    row('same, store in memory (npm start), one stream', 'keel', load.relayAlone),
     row(
       `${STREAMS} streams: time to first token`,
       'keel',
@@ -398,7 +408,7 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures): BenchReport {
     notes: [
       `Added time to first token (p50): ${f(ttftGateway.p50 - ttftDirect.p50)} ms (goal < 5 ms): POST → the fake receives the agent's model request p50 ${f(summarize(overhead.turnStart).p50)} ms (the turn's commands, events and the agent's pick-up), then → first delta at the client p50 ${f(summarize(overhead.providerToClient).p50)} ms vs the direct first token p50 ${f(ttftDirect.p50)} ms.`,
       `Added per token (p50 of the gaps): ${f(gapGateway.p50 - gapDirect.p50)} ms (goal < 1 ms); p99 ${f(gapGateway.p99)} vs ${f(gapDirect.p99)} ms. Tokens seen per turn: gateway ${overhead.gateway[0]?.tokens ?? 0}, direct ${overhead.direct[0]?.tokens ?? 0}.`,
-      `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone, p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
+      `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone on FerretDB, p50 ${f(summarize(load.relayAlone).p50)} / p99 ${f(summarize(load.relayAlone).p99)} ms alone with the store in memory (the feed reads the log before it yields each delta, so a store read is part of every token's hop), p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
       `${STREAMS} streams: ${completed}/${STREAMS} completed (${((100 * completed) / STREAMS).toFixed(1)} %) in ${(load.wallMs / 1000).toFixed(1)} s; time to first token p50 ${f(loadTtft.p50)} / p99 ${f(loadTtft.p99)} ms; token gaps p50 ${f(loadGaps.p50)} / p99 ${f(loadGaps.p99)} ms (the fake pauses ${LOAD_TOKEN_MS} ms).`,
       ...failuresOf(load.timings),
       `Gateway RSS: ${mb(load.rssBefore)} MB before, ${mb(load.rssAtMaxOpen)} MB with ${load.maxOpen} streams open (peak ${mb(load.rssPeak)} MB), ${mb(load.rssAfter)} MB 2 s after: ≈ ${(perStream / 1024).toFixed(0)} KB per open stream.`,
