@@ -2,7 +2,7 @@ import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/com
 import { Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Observable } from 'rxjs';
-import { concatMap, from, of, catchError, throwError } from 'rxjs';
+import { from, lastValueFrom, map } from 'rxjs';
 import { PreconditionError } from '@keel/core';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import { IDEMPOTENT_REPLAY_HEADER } from './idempotency-key.js';
@@ -23,6 +23,10 @@ interface RecordedResponse {
 
 const holdsSecret = (body: unknown): boolean =>
   typeof body === 'object' && body !== null && ('key' in body || 'secret' in body);
+
+/** What is kept of a handler's result: the body, unless it holds a secret shown once. */
+const recordOf = (body: unknown): RecordedResponse =>
+  holdsSecret(body) ? { body: null, secretShownOnce: true } : { body: body ?? null };
 
 const secretNotKept = (): PreconditionError =>
   new PreconditionError(
@@ -56,27 +60,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest & IdempotentRequest>();
     if (request.method !== 'POST' || !request.principal) return next.handle();
     if (this.reflector.get<boolean>(OWN_IDEMPOTENCY, context.getHandler())) return next.handle();
-    const principal = request.principal;
-    return from(this.idempotency.begin<RecordedResponse>(principal, request)).pipe(
-      concatMap((decision) => {
-        if (decision.kind === 'none') return next.handle();
-        if (decision.kind === 'replay') {
-          if (decision.response.secretShownOnce) throw secretNotKept();
-          context.switchToHttp().getResponse<ReplyWithHeader>().header(IDEMPOTENT_REPLAY_HEADER, 'true');
-          return of(decision.response.body);
-        }
-        return next.handle().pipe(
-          concatMap((body: unknown) =>
-            from(
-              decision
-                .complete(holdsSecret(body) ? { body: null, secretShownOnce: true } : { body: body ?? null })
-                .then(() => body),
-            ),
-          ),
-          catchError((error: unknown) =>
-            from(decision.release()).pipe(concatMap(() => throwError(() => error))),
-          ),
-        );
+    const target = this.idempotency.targetOf(request.principal, request);
+    const run = () => lastValueFrom(next.handle(), { defaultValue: undefined });
+    return from(this.idempotency.once<unknown, RecordedResponse>(target, run, recordOf)).pipe(
+      map((outcome) => {
+        if (!outcome.replayed) return outcome.result;
+        if (outcome.recorded.secretShownOnce) throw secretNotKept();
+        context.switchToHttp().getResponse<ReplyWithHeader>().header(IDEMPOTENT_REPLAY_HEADER, 'true');
+        return outcome.recorded.body;
       }),
     );
   }

@@ -34,6 +34,17 @@ export type IdempotencyDecision<T> =
   /** A retry of a finished request: answer `response` without doing the work again. */
   | { kind: 'replay'; response: T };
 
+/** Which request an Idempotency-Key belongs to: scope (tenant), operation, the key (if any), the body. */
+export interface IdempotencyTarget {
+  scope: string;
+  operation: string;
+  key: string | undefined;
+  body: unknown;
+}
+
+/** What `once` did: ran the work (`result`), or found the first request's `recorded` outcome. */
+export type OnceOutcome<R, S> = { replayed: false; result: R } | { replayed: true; recorded: S };
+
 /**
  * `Idempotency-Key` on POST (API.md Conventions): the first request with a key does the work and
  * its response is kept 24 h, per tenant, method and path; a retry with the same key and body gets
@@ -50,13 +61,6 @@ export class IdempotencyService {
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {
     this.store = infra.idempotency;
-  }
-
-  /** Claims the request's key, or finds the response to repeat; throws the 409 / 400 cases. */
-  begin<T>(principal: Principal, request: IdempotentRequest): Promise<IdempotencyDecision<T>> {
-    const key = idempotencyKeyOf(request.headers[IDEMPOTENCY_KEY_HEADER]);
-    const path = request.url.split('?')[0] ?? request.url;
-    return this.decide<T>(keyScopeOf(principal), `${request.method} ${path}`, key, request.body);
   }
 
   /**
@@ -89,6 +93,40 @@ export class IdempotencyService {
       throw conflict('Idempotency-Key: the first request with this key is still in progress; retry later');
     }
     return { kind: 'replay', response: claim.response as T };
+  }
+
+  /**
+   * Runs `work` once per key: without a key, or for the first request with it, runs it and
+   * records `record(result)`; a retry gets that record back instead (`replayed`). A failed
+   * `work` frees the key. Throws the 409 cases of `decide`.
+   */
+  async once<R, S = R>(
+    target: IdempotencyTarget,
+    work: () => Promise<R>,
+    record: (result: R) => S = (result) => result as unknown as S,
+  ): Promise<OnceOutcome<R, S>> {
+    const decision = await this.decide<S>(target.scope, target.operation, target.key, target.body);
+    if (decision.kind === 'replay') return { replayed: true, recorded: decision.response };
+    let result: R;
+    try {
+      result = await work();
+    } catch (error) {
+      if (decision.kind === 'first') await decision.release();
+      throw error;
+    }
+    if (decision.kind === 'first') await decision.complete(record(result));
+    return { replayed: false, result };
+  }
+
+  /** What `once` keys an HTTP request by: its principal's scope, method and path, header and body. */
+  targetOf(principal: Principal, request: IdempotentRequest): IdempotencyTarget {
+    const path = request.url.split('?')[0] ?? request.url;
+    return {
+      scope: keyScopeOf(principal),
+      operation: `${request.method} ${path}`,
+      key: idempotencyKeyOf(request.headers[IDEMPOTENCY_KEY_HEADER]),
+      body: request.body,
+    };
   }
 
   private async logged(what: string, write: Promise<void>): Promise<void> {

@@ -32,12 +32,6 @@ export interface SubmittedOnce extends SubmittedTurn {
   replayed: boolean;
 }
 
-/** What a send records for its Idempotency-Key: the answer, and where the turn's events start. */
-interface SentMessage {
-  body: { turnId: string };
-  version: number;
-}
-
 /** A started (or queued) turn and its frames. */
 export interface TurnStream extends SubmittedOnce {
   /** The turn's frames, turn.started to its terminal event; reading stops when the signal aborts. */
@@ -81,27 +75,16 @@ export class TurnStreamService implements BeforeApplicationShutdown {
    * that turn back (`replayed`); another content, or a retry while the first runs: 409.
    */
   async submitOnce(caller: CallContext, request: TurnRequest): Promise<SubmittedOnce> {
-    const key = request.idempotencyKey ? idempotencyKeyOf(request.idempotencyKey) : undefined;
-    const decision = await this.idempotency.decide<SentMessage>(
-      tenantKeyScope(caller.tenantId),
-      `POST /v1/conversations/${request.conversationId}/messages`,
-      key,
-      { content: request.content, ifBusy: request.ifBusy },
-    );
-    if (decision.kind === 'replay') {
-      return { turnId: decision.response.body.turnId, version: decision.response.version, replayed: true };
-    }
-    let turn: SubmittedTurn;
-    try {
-      turn = await this.submit(caller, request);
-    } catch (error) {
-      if (decision.kind === 'first') await decision.release();
-      throw error;
-    }
-    if (decision.kind === 'first') {
-      await decision.complete({ body: { turnId: turn.turnId }, version: turn.version });
-    }
-    return { ...turn, replayed: false };
+    const target = {
+      scope: tenantKeyScope(caller.tenantId),
+      operation: `POST /v1/conversations/${request.conversationId}/messages`,
+      key: request.idempotencyKey ? idempotencyKeyOf(request.idempotencyKey) : undefined,
+      body: { content: request.content, ifBusy: request.ifBusy },
+    };
+    const outcome = await this.idempotency.once(target, () => this.submit(caller, request));
+    return outcome.replayed
+      ? { ...outcome.recorded, replayed: true }
+      : { ...outcome.result, replayed: false };
   }
 
   /** Submits the message through the agent: the turn it started or queued, and its start version. */
