@@ -4,139 +4,21 @@
 // deltas pauses for approval, is approved from another connection and runs on to turn.completed
 // on the same stream; a retry with the same Idempotency-Key starts no second turn; a client that
 // disconnects mid-turn resumes on a second gateway process with Last-Event-ID, missing nothing.
-import type { FakeOpenAI, ProcessHandle, SseFrame } from '@keel/testkit';
-import {
-  fakeReply,
-  freePort,
-  lastUserMessageIncludes,
-  openSse,
-  startFakeOpenAI,
-  uniqueName,
-} from '@keel/testkit';
+import type { SseFrame } from '@keel/testkit';
+import { fakeReply, lastUserMessageIncludes, openSse } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
-import { startWebhookServer } from './support/webhook-server.js';
-
-const OPERATOR_KEY = `op_${uniqueName('turnstream')}`;
+import type { StreamingPlatform } from './support/streaming-platform.js';
+import { isDelta, startStreamingPlatform, turnOf } from './support/streaming-platform.js';
 
 describe('the turn stream (gateway, agent, tools as processes)', () => {
-  const env = platformEnv('turnstream', { KEEL_SSE_HEARTBEAT_MS: '500' });
-  let fake: FakeOpenAI;
-  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
-  let processes: ProcessHandle[] = [];
-  let baseA = '';
-  let baseB = '';
-  const keys = { admin: '', editor: '' };
-
-  const post = (
-    base: string,
-    path: string,
-    key: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ) =>
-    fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  const json = async (response: Response) => (await response.json()) as Record<string, unknown>;
-  const put = (path: string, body: unknown) =>
-    fetch(`${baseA}${path}`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${keys.admin}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-
-  /** Streams a message on gateway `base`. */
-  const streamMessage = (
-    base: string,
-    conversationId: string,
-    content: string,
-    headers: Record<string, string> = {},
-  ) =>
-    openSse(`${base}/v1/conversations/${conversationId}/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${keys.editor}`,
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        ...headers,
-      },
-      body: JSON.stringify({ content }),
-    });
-
-  const conversation = async () => {
-    const created = await post(baseA, '/v1/conversations', keys.editor, { agentId: 'support' });
-    expect(created.status).toBe(201);
-    return (await json(created)).id as string;
-  };
-
-  /** The conversation's durable frames from the log (events feed on `base`), read until `last` arrives. */
-  const logFrames = async (base: string, conversationId: string, last: (f: SseFrame) => boolean) => {
-    const feed = await openSse(`${base}/v1/conversations/${conversationId}/events`, {
-      headers: { authorization: `Bearer ${keys.editor}` },
-    });
-    const frames = await feed.until(last);
-    feed.close();
-    return frames.filter((f) => !f.id!.includes('.'));
-  };
-
-  const isDelta = (f: SseFrame) => f.id!.includes('.');
-  const turnOf = (f: SseFrame) => (f.data as { turnId?: string }).turnId;
+  let platform: StreamingPlatform;
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    webhook = await startWebhookServer();
-    const agentPort = await freePort();
-    const [portA, portB] = [await freePort(), await freePort()];
-    baseA = `http://127.0.0.1:${portA}`;
-    baseB = `http://127.0.0.1:${portB}`;
-    processes = await Promise.all([
-      startAgent(env, agentPort, fake.url),
-      startTools(env),
-      startGateway(env, { port: portA, grpcPort: await freePort(), agentPort }, OPERATOR_KEY, {
-        name: 'gateway-a',
-      }),
-      startGateway(env, { port: portB, grpcPort: await freePort(), agentPort }, OPERATOR_KEY, {
-        name: 'gateway-b',
-      }),
-    ]);
-    const tenant = await json(await post(baseA, '/v1/tenants', OPERATOR_KEY, { name: 'Acme' }));
-    keys.admin = (
-      await json(await post(baseA, `/v1/tenants/${tenant.id}/keys`, OPERATOR_KEY, { role: 'admin' }))
-    ).key as string;
-    keys.editor = (
-      await json(await post(baseA, `/v1/tenants/${tenant.id}/keys`, OPERATOR_KEY, { role: 'editor' }))
-    ).key as string;
-    webhook.setSecret((await json(await post(baseA, '/v1/webhook-secret', keys.admin))).secret as string);
-    expect(
-      (
-        await put('/v1/tools/refund', {
-          description: 'Refund an order',
-          inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-          kind: 'webhook',
-          url: webhook.url,
-          approval: 'always',
-          timeoutMs: 10_000,
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (await put('/v1/agents/support', { model: 'openai:gpt-4o-mini', tools: ['refund'], maxSteps: 4 }))
-        .status,
-    ).toBe(200);
-    expect((await put('/v1/providers/openai', { baseUrl: fake.url })).status).toBe(200);
+    platform = await startStreamingPlatform('turnstream');
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
-    await fake?.close();
-    await webhook?.close();
+    await platform?.stop();
   });
 
   let streamedConversation = '';
@@ -144,6 +26,7 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
   let streamedFrames: SseFrame[] = [];
 
   it('streams a turn with deltas, stays open through the approval decided on another connection, and ends after turn.completed', async () => {
+    const { baseA, baseB, keys, fake, post, streamMessage, conversation, logFrames } = platform;
     fake.on(
       lastUserMessageIncludes('refund B-2'),
       fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'B-2' } }], {
@@ -221,6 +104,7 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
   });
 
   it('a retry with the same Idempotency-Key starts no second turn: it streams the first turn again, or answers its id', async () => {
+    const { baseA, baseB, keys, fake, webhook, post, json, streamMessage } = platform;
     const requests = fake.requests.length;
     const hits = webhook.hits.length;
     const again = await streamMessage(baseB, streamedConversation, 'Please refund B-2', {
@@ -269,6 +153,7 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
   });
 
   it('a message enqueued behind a running turn streams its own turn only, once the first one ends (here: cancelled)', async () => {
+    const { baseA, baseB, keys, fake, post, streamMessage, conversation } = platform;
     // The first turn's model call stalls mid-answer; it ends when cancelled.
     fake.on(
       lastUserMessageIncludes('long story'),
@@ -314,6 +199,7 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
   });
 
   it('errors come before the stream as problem+json: unknown conversation 404, bad body 400', async () => {
+    const { baseA, keys, post, json, streamMessage } = platform;
     const unknown = await streamMessage(baseA, 'nope', 'hi');
     expect(unknown.response.status).toBe(404);
     expect(unknown.response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -335,6 +221,7 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
   });
 
   it('a client that disconnects mid-turn does not stop it, and resumes on a second gateway with Last-Event-ID: exactly the missed events', async () => {
+    const { baseA, baseB, keys, fake, webhook, post, streamMessage, conversation, logFrames } = platform;
     fake.on(
       lastUserMessageIncludes('refund C-3'),
       fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'C-3' } }], { text: 'One moment.' }),
