@@ -7,6 +7,8 @@ export interface IdempotencyStoreUnderTest {
   store: IdempotencyStore;
   /** Moves the store's clock forward. */
   advance(ms: number): void;
+  /** The store's clock. */
+  now(): number;
   cleanup(): Promise<void>;
 }
 
@@ -76,6 +78,18 @@ export const describeIdempotencyStoreContract = (
       expect((await store.claim(done, 'fp', MINUTE)).outcome).toBe('done');
       under.advance(MINUTE + 1);
       expect((await store.claim(done, 'fp-2', MINUTE)).outcome).toBe('claimed');
+    });
+
+    it('purges the entries expired before a date, and only those', async () => {
+      const { store } = under;
+      const [old, fresh] = [uuidv7(), uuidv7()];
+      const first = await store.claim(old, 'fp', MINUTE);
+      await store.complete(old, (first as { claimId: string }).claimId, { ok: 1 }, MINUTE);
+      under.advance(2 * MINUTE);
+      await store.claim(fresh, 'fp', MINUTE);
+      expect(await store.purgeExpired(new Date(under.now()))).toBe(1);
+      expect(await store.claim(fresh, 'fp', MINUTE)).toEqual({ outcome: 'pending', fingerprint: 'fp' });
+      expect((await store.claim(old, 'fp-new', MINUTE)).outcome).toBe('claimed');
     });
 
     it('gives a key to exactly one of many concurrent claims', async () => {

@@ -23,6 +23,8 @@ export interface IdempotencyStore {
   complete(key: string, claimId: string, response: unknown, ttlMs: number): Promise<void>;
   /** Frees the key (the request failed and did nothing): a retry will do the work. */
   release(key: string, claimId: string): Promise<void>;
+  /** Deletes the entries that expired before `before` (they already count as absent); how many. */
+  purgeExpired(before: Date): Promise<number>;
 }
 
 /** How long a completed request's response is returned to retries: 24 h (API.md). */

@@ -36,4 +36,15 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   async release(key: string, claimId: string): Promise<void> {
     if (this.#entries.get(key)?.claimId === claimId) this.#entries.delete(key);
   }
+
+  async purgeExpired(before: Date): Promise<number> {
+    let purged = 0;
+    for (const [key, entry] of this.#entries) {
+      if (entry.expiresAt < before.getTime()) {
+        this.#entries.delete(key);
+        purged++;
+      }
+    }
+    return purged;
+  }
 }

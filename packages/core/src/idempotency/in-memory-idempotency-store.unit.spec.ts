@@ -8,6 +8,7 @@ describeIdempotencyStoreContract('in memory', async () => {
     advance: (ms) => {
       now += ms;
     },
+    now: () => now,
     cleanup: async () => {},
   };
 });

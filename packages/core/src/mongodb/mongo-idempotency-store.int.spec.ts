@@ -22,6 +22,7 @@ describeIdempotencyStoreContract('MongoDB', async () => {
     advance: (ms) => {
       now += ms;
     },
+    now: () => now,
     cleanup: async () => {},
   };
 });

@@ -77,4 +77,9 @@ export class MongoIdempotencyStore implements IdempotencyStore {
   async release(key: string, claimId: string): Promise<void> {
     await this.#collection.deleteOne({ _id: key, claimId });
   }
+
+  // FerretDB has no TTL indexes: expired entries are swept by the caller now and then.
+  async purgeExpired(before: Date): Promise<number> {
+    return (await this.#collection.deleteMany({ expiresAt: { $lt: before } })).deletedCount;
+  }
 }

@@ -3,6 +3,7 @@ import type { IdempotencyStore } from '@keel/core';
 import { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
+import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
 import {
@@ -34,6 +35,9 @@ export type IdempotencyDecision<T> =
   /** A retry of a finished request: answer `response` without doing the work again. */
   | { kind: 'replay'; response: T };
 
+/** How often expired entries are swept, and how long past expiry an entry must be to go. */
+const SWEEP_EVERY_MS = 60 * 60 * 1000;
+
 /** Which request an Idempotency-Key belongs to: scope (tenant), operation, the key (if any), the body. */
 export interface IdempotencyTarget {
   scope: string;
@@ -53,14 +57,35 @@ export type OnceOutcome<R, S> = { replayed: false; result: R } | { replayed: tru
  * contract, so its key is freed and a retry runs anew.
  */
 @Injectable()
-export class IdempotencyService {
+export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
   private readonly store: IdempotencyStore;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(KEEL_INFRA) infra: Infrastructure,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {
     this.store = infra.idempotency;
+  }
+
+  /** Sweeps expired entries every hour (the store keeps them otherwise: FerretDB has no TTL index). */
+  onModuleInit(): void {
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
+    this.sweeper.unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /** Deletes the entries expired for over a sweep interval (long absent: no claim races them). */
+  async sweep(now = Date.now()): Promise<void> {
+    try {
+      const purged = await this.store.purgeExpired(new Date(now - SWEEP_EVERY_MS));
+      if (purged > 0) this.logger.debug({ purged }, 'expired Idempotency-Keys purged');
+    } catch (error) {
+      this.logger.warn({ err: error }, 'purging expired Idempotency-Keys failed');
+    }
   }
 
   /**
