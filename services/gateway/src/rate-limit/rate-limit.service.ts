@@ -48,6 +48,10 @@ export const retryAfterSeconds = (decision: RateLimitDecision): number =>
  */
 @Injectable()
 export class RateLimitService implements OnModuleDestroy {
+  /** When the last "limiter unavailable" warning was logged: at most one per 10 s, not one per request. */
+  private lastWarnedAt = 0;
+  private unwarned = 0;
+
   constructor(
     @Inject(RATE_LIMITER) private readonly limiter: RateLimiter,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
