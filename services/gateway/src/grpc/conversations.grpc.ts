@@ -218,10 +218,11 @@ export class ConversationsGrpcController implements ConversationServiceControlle
   }
 
   /**
-   * `idempotency_key` (the proto's, as HTTP's Idempotency-Key): the first call with a key runs and
-   * its response is kept 24 h per tenant and RPC; a retry with the same request gets it back
-   * without the work being done again; another request with the key, or a retry while the first
-   * runs, is ABORTED. Kept apart from HTTP's records (the responses differ in shape).
+   * `idempotency_key` (the proto's, as HTTP's Idempotency-Key), through IdempotencyService.once:
+   * the first call with a key runs and its response is kept 24 h per tenant and RPC; a retry with
+   * the same request gets it back without the work being done again; another request with the
+   * key, or a retry while the first runs, is ABORTED. Kept apart from HTTP's records (the
+   * responses differ in shape).
    */
   private async once<T>(
     context: CallContext,
@@ -230,22 +231,16 @@ export class ConversationsGrpcController implements ConversationServiceControlle
     body: unknown,
     work: () => Promise<T>,
   ): Promise<T> {
-    const key = rawKey ? idempotencyKeyOf(rawKey) : undefined;
-    const decision = await this.idempotency.decide<{ body: T }>(
-      tenantKeyScope(context.tenantId),
-      `gRPC ConversationService.${operation}`,
-      key,
+    const target = {
+      scope: tenantKeyScope(context.tenantId),
+      operation: `gRPC ConversationService.${operation}`,
+      key: rawKey ? idempotencyKeyOf(rawKey) : undefined,
       body,
-    );
-    if (decision.kind === 'replay') return decision.response.body;
-    try {
-      const response = await work();
-      if (decision.kind === 'first') await decision.complete({ body: response });
-      return response;
-    } catch (error) {
-      if (decision.kind === 'first') await decision.release();
-      throw error;
-    }
+    };
+    const outcome = await this.idempotency.once(target, work, (response): { body: T } => ({
+      body: response,
+    }));
+    return outcome.replayed ? outcome.recorded.body : outcome.result;
   }
 
   private logContext(method: string, context: CallContext | undefined): Record<string, unknown> {
