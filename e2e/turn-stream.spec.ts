@@ -152,38 +152,54 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
     expect(webhook.hits.length).toBe(hits);
   });
 
-  it('a message enqueued behind a running turn streams its own turn only, once the first one ends (here: cancelled)', async () => {
-    const { baseA, baseB, keys, fake, post, streamMessage, conversation } = platform;
-    // The first turn's model call stalls mid-answer; it ends when cancelled.
+  it("a message enqueued behind a running turn is not in that turn's model calls, and streams its own turn once the first one completes", async () => {
+    const { baseA, baseB, keys, fake, post, json, streamMessage, conversation } = platform;
     fake.on(
-      lastUserMessageIncludes('long story'),
-      fakeReply.text('Once upon a time', { chunkSize: 4, stallAfterChunks: 2 }),
+      lastUserMessageIncludes('refund Q-7'),
+      fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'Q-7' } }]),
+      fakeReply.text('Refunded Q-7.', { chunkSize: 4 }),
     );
     fake.on(lastUserMessageIncludes('and thanks'), fakeReply.text('You are welcome.', { chunkSize: 4 }));
     const conversationId = await conversation();
-    const first = await streamMessage(baseA, conversationId, 'Tell me a long story');
-    const started = await first.until((f) => f.event === 'message.delta');
-    const firstTurn = turnOf(started[0]!)!;
+    // The first turn pauses for approval: it runs on (one model call made, one to come).
+    const first = await streamMessage(baseA, conversationId, 'Please refund Q-7');
+    const seen = await first.until((f) => f.event === 'approval.required');
+    const firstTurn = turnOf(seen[0]!)!;
+    const approvalId = (seen.at(-1)!.data as { approvalId: string }).approvalId;
 
-    const queued = await openSse(`${baseB}/v1/conversations/${conversationId}/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${keys.editor}`,
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-      },
-      body: JSON.stringify({ content: 'and thanks', ifBusy: 'enqueue' }),
-    });
+    const queued = await streamMessage(baseB, conversationId, { content: 'and thanks', ifBusy: 'enqueue' });
     expect(queued.response.status).toBe(200);
-    // The first turn still runs: the queued stream is open, with heartbeats and no frame.
+    // The first turn still runs: the queued stream is open, with heartbeats and no frame, and the
+    // queued message is not part of the conversation's messages yet.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     expect(queued.events()).toEqual([]);
     expect(queued.frames.some((f) => f.comment === 'ping')).toBe(true);
+    const get = (base: string) =>
+      fetch(`${base}/v1/conversations/${conversationId}`, {
+        headers: { authorization: `Bearer ${keys.editor}` },
+      });
+    const waiting = await json(await get(baseA));
+    expect(waiting.status).toBe('awaiting_approval');
+    expect((waiting.messages as Array<{ content: string }>).map((m) => m.content)).not.toContain(
+      'and thanks',
+    );
 
-    const cancelled = await post(baseA, `/v1/conversations/${conversationId}/cancel`, keys.editor);
-    expect(cancelled.status).toBe(202);
+    const approved = await post(
+      baseA,
+      `/v1/conversations/${conversationId}/approvals/${approvalId}`,
+      keys.editor,
+      {
+        decision: 'approve',
+      },
+    );
+    expect(approved.status).toBe(200);
     await Promise.all([first.ended, queued.ended]);
-    expect(first.events().at(-1)).toMatchObject({ event: 'turn.cancelled', data: { turnId: firstTurn } });
+    const firstFrames = first.events().filter((f) => !isDelta(f));
+    expect(firstFrames.at(-1)).toMatchObject({ event: 'turn.completed', data: { turnId: firstTurn } });
+    // The first turn's second model call answered its own question, not the queued one.
+    expect(firstFrames.filter((f) => f.event === 'message.completed').at(-1)?.data).toMatchObject({
+      text: 'Refunded Q-7.',
+    });
     const second = queued.events();
     const secondTurn = turnOf(second[0]!)!;
     expect(secondTurn).not.toBe(firstTurn);
@@ -194,8 +210,40 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
       'usage',
       'turn.completed',
     ]);
-    // Each stream holds its own turn only.
-    expect(first.events().every((f) => turnOf(f) === firstTurn)).toBe(true);
+    expect(second.find((f) => f.event === 'message.completed')?.data).toMatchObject({
+      text: 'You are welcome.',
+    });
+    // Each stream holds its own turn only (approval.decided names no turn).
+    expect(first.events().every((f) => f.event === 'approval.decided' || turnOf(f) === firstTurn)).toBe(true);
+
+    // What the model was sent: the queued message only in the queued turn's call, after the first turn.
+    const userTexts = (r: (typeof fake.requests)[number]) =>
+      (r.body?.messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content));
+    const calls = fake.requests.filter((r) => userTexts(r).some((t) => t.includes('refund Q-7')));
+    expect(calls.map((r) => userTexts(r))).toEqual([
+      ['Please refund Q-7'],
+      ['Please refund Q-7'],
+      ['Please refund Q-7', 'and thanks'],
+    ]);
+    expect(calls[2]!.body?.messages.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ]);
+    const done = await json(await get(baseB));
+    expect(
+      (done.messages as Array<{ role: string; content: string }>).map((m) => [m.role, m.content]),
+    ).toEqual([
+      ['user', 'Please refund Q-7'],
+      ['assistant', ''],
+      ['tool', expect.any(String)],
+      ['assistant', 'Refunded Q-7.'],
+      ['user', 'and thanks'],
+      ['assistant', 'You are welcome.'],
+    ]);
   });
 
   it('errors come before the stream as problem+json: unknown conversation 404, bad body 400', async () => {

@@ -463,6 +463,60 @@ describe('conversation decider', () => {
     expect([...waiting, ...failed].reduce(evolve, initialConversation()).status).toBe('failed');
   });
 
+  it('a queued message stays out of the messages (and the running prompt) until its own turn starts', () => {
+    const rebuild = (events: ConversationEvent[]) => events.reduce(evolve, initialConversation());
+    const calling = [
+      ...running,
+      ...assistant([{ toolCallId: 'a', name: 'search' }]),
+      requested('a', 'search'),
+    ];
+    const enqueued = decide(submit('enqueue'), rebuild(calling));
+    // The events keep their shape: the message is recorded at once, with its turn queued.
+    expect(enqueued).toEqual([
+      { type: 'UserMessageAdded', data: { messageId: 'm-t2', turnId: 't2', content: 'next', at } },
+      { type: 'TurnQueued', data: { turnId: 't2', messageId: 'm-t2', agent, role: 'editor', at } },
+    ]);
+    const waiting = [...calling, ...enqueued, completed('a', 'search')];
+    const meanwhile = rebuild(waiting);
+    expect(meanwhile.messages.map((m) => m.id)).toEqual(['m1', 'a1', 'tool-a']);
+    expect(meanwhile.turn?.turnId).toBe('t1');
+    expect(meanwhile.queued.map((q) => q.turnId)).toEqual(['t2']);
+
+    const done = decide({ ...modelOutput([], 't1', 'a2'), step: 2 } as ConversationCommand, meanwhile);
+    expect(done.map((e) => e.type)).toEqual([
+      'AssistantMessageCompleted',
+      'UsageRecorded',
+      'TurnCompleted',
+      'TurnStarted',
+    ]);
+    const next = rebuild([...waiting, ...done]);
+    expect(next.messages.map((m) => [m.id, m.role])).toEqual([
+      ['m1', 'user'],
+      ['a1', 'assistant'],
+      ['tool-a', 'tool'],
+      ['a2', 'assistant'],
+      ['m-t2', 'user'],
+    ]);
+    expect(next.turn?.turnId).toBe('t2');
+    expect(next.queued).toEqual([]);
+    expect(next.heldMessages).toEqual([]);
+  });
+
+  it('a cancelled or failed turn releases the next queued message with its turn; interrupt is not held', () => {
+    const rebuild = (events: ConversationEvent[]) => events.reduce(evolve, initialConversation());
+    const enqueued = [...running, ...decide(submit('enqueue'), rebuild(running))];
+    const cancelled = decide({ type: 'CancelTurn', by: 'ana', at }, rebuild(enqueued));
+    expect(rebuild([...enqueued, ...cancelled]).messages.map((m) => m.id)).toEqual(['m1', 'm-t2']);
+    const failed = decide(
+      { type: 'FailTurn', turnId: 't1', error: { code: 'model_error', message: 'boom' }, at },
+      rebuild(enqueued),
+    );
+    expect(rebuild([...enqueued, ...failed]).messages.map((m) => m.id)).toEqual(['m1', 'm-t2']);
+    const interrupted = [...running, ...decide(submit('interrupt'), rebuild(running))];
+    expect(rebuild(interrupted).messages.map((m) => m.id)).toEqual(['m1', 'm-t2']);
+    expect(rebuild(interrupted).turn?.turnId).toBe('t2');
+  });
+
   it('the rebuilt state holds every message, call and result, and snapshots as plain JSON', () => {
     const calling = [
       ...running,

@@ -52,6 +52,11 @@ export interface Conversation {
   turn?: CurrentTurn;
   /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
   queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole }>;
+  /**
+   * Messages of queued turns, held out of `messages` (so out of the running turn's prompt and of
+   * the API's `messages`) until their own turn starts.
+   */
+  heldMessages: Array<{ turnId: string; message: ConversationMessage }>;
   pendingApprovals: PendingApproval[];
   /** Approvals already decided (so a second decision is a conflict, not "unknown"). */
   decidedApprovals: string[];
@@ -68,6 +73,7 @@ export const initialConversation = (): Conversation => ({
   createdAt: '',
   messages: [],
   queued: [],
+  heldMessages: [],
   pendingApprovals: [],
   decidedApprovals: [],
   usage: { promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, costUsd: 0 },
@@ -102,14 +108,18 @@ export const evolve = (state: Conversation, event: ConversationEvent): Conversat
         ...(title ? { title } : {}),
       };
     }
-    case 'UserMessageAdded':
-      return {
-        ...state,
-        messages: [
-          ...state.messages,
-          { id: event.data.messageId, role: 'user', content: event.data.content },
-        ],
+    case 'UserMessageAdded': {
+      const message: ConversationMessage = {
+        id: event.data.messageId,
+        role: 'user',
+        content: event.data.content,
       };
+      // Added while another turn runs: the message of a queued turn, held until that turn starts.
+      if (state.turn && state.turn.turnId !== event.data.turnId) {
+        return { ...state, heldMessages: [...state.heldMessages, { turnId: event.data.turnId, message }] };
+      }
+      return { ...state, messages: [...state.messages, message] };
+    }
     case 'TurnQueued':
       return {
         ...state,
@@ -123,11 +133,19 @@ export const evolve = (state: Conversation, event: ConversationEvent): Conversat
           },
         ],
       };
-    case 'TurnStarted':
+    case 'TurnStarted': {
+      const { turnId } = event.data;
+      const released = state.heldMessages.filter((h) => h.turnId === turnId).map((h) => h.message);
       return withTurn(
-        { ...state, queued: state.queued.filter((q) => q.turnId !== event.data.turnId) },
-        { turnId: event.data.turnId, agent: event.data.agent, role: event.data.role, step: 0, toolCalls: [] },
+        {
+          ...state,
+          messages: released.length > 0 ? [...state.messages, ...released] : state.messages,
+          queued: state.queued.filter((q) => q.turnId !== turnId),
+          heldMessages: state.heldMessages.filter((h) => h.turnId !== turnId),
+        },
+        { turnId, agent: event.data.agent, role: event.data.role, step: 0, toolCalls: [] },
       );
+    }
     case 'AssistantMessageCompleted': {
       const { messageId, text, toolCalls, step } = event.data;
       const message: ConversationMessage = {

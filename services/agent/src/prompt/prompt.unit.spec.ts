@@ -90,6 +90,71 @@ describe('prompt assembly', () => {
     expect(conversation.messages[2]?.content).toBe('{"forecast":"sunny and warm all week long"}');
   });
 
+  it("a message queued behind a running turn is not in that turn's next call, only in its own turn's", () => {
+    const snapshot = { agentId: 'support', model: 'openai:x', maxSteps: 8 };
+    const started = (turnId: string): ConversationEvent => ({
+      type: 'TurnStarted',
+      data: { turnId, agent: snapshot, role: 'editor', at },
+    });
+    const firstCall: ConversationEvent[] = [
+      { type: 'ConversationCreated', data: { conversationId: 'c1', agentId: 'support', createdAt: at } },
+      { type: 'UserMessageAdded', data: { messageId: 'm1', turnId: 't1', content: 'Weather in Paris?', at } },
+      started('t1'),
+      {
+        type: 'AssistantMessageCompleted',
+        data: {
+          turnId: 't1',
+          step: 1,
+          messageId: 'a1',
+          text: '',
+          toolCalls: [{ toolCallId: 'call_1', name: 'get_weather', args: { city: 'Paris' } }],
+          at,
+        },
+      },
+      {
+        type: 'ToolCallRequested',
+        data: {
+          turnId: 't1',
+          toolCallId: 'call_1',
+          name: 'get_weather',
+          args: {},
+          approvalRequired: false,
+          at,
+        },
+      },
+      // Sent with ifBusy: enqueue while the tool runs.
+      { type: 'UserMessageAdded', data: { messageId: 'm2', turnId: 't2', content: 'And in Rome?', at } },
+      { type: 'TurnQueued', data: { turnId: 't2', messageId: 'm2', agent: snapshot, role: 'editor', at } },
+      {
+        type: 'ToolCallCompleted',
+        data: { turnId: 't1', toolCallId: 'call_1', name: 'get_weather', ok: true, result: 'sun', at },
+      },
+    ];
+    const secondCall = promptMessages(agent, tools, firstCall.reduce(evolve, initialConversation()));
+    expect(secondCall.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(secondCall.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['Weather in Paris?']);
+
+    const queuedTurn: ConversationEvent[] = [
+      ...firstCall,
+      {
+        type: 'AssistantMessageCompleted',
+        data: { turnId: 't1', step: 2, messageId: 'a2', text: 'Sunny.', toolCalls: [], at },
+      },
+      { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', at } },
+      started('t2'),
+    ];
+    const queuedCall = promptMessages(agent, tools, queuedTurn.reduce(evolve, initialConversation()));
+    expect(queuedCall.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ]);
+    expect(queuedCall.at(-1)).toEqual({ role: 'user', content: 'And in Rome?' });
+  });
+
   it('leaves short results alone', () => {
     expect(truncateForModel('ok', 10)).toBe('ok');
     expect(truncateForModel('x'.repeat(11), 10)).toBe(

@@ -65,7 +65,7 @@ export class ConversationService {
   ) {
     this.clock = options.clock ?? (() => new Date().toISOString());
     this.handler = new CommandHandler(store, conversationDecider, {
-      snapshot: { name: 'conversation-v1', every: SNAPSHOT_EVERY },
+      snapshot: { name: 'conversation-v2', every: SNAPSHOT_EVERY },
     });
   }
 
