@@ -4,17 +4,14 @@
 // over HTTP SSE and over gRPC SendMessage gives the same events (names, data, ids), approval
 // included; a caller that goes away does not stop its turn; keys, roles and tenants are refused
 // with the typed statuses API.md and the proto promise.
-import type { ClientReadableStream, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
-import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import { eventually, fakeReply, freePort, startFakeOpenAI, startProcess, uniqueName } from '@keel/testkit';
+import { status } from '@grpc/grpc-js';
+import type { FakeOpenAI } from '@keel/testkit';
+import { eventually, fakeReply, openSse } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
-import { startWebhookServer } from './support/webhook-server.js';
-
-const OPERATOR_KEY = `op_${uniqueName('gwgrpc')}`;
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import { codeOf, conversationsClient, pricingClient, sendStatus } from './support/grpc-client.js';
+import { jsonOf } from './support/http.js';
 
 /** One frame as a client sees it: id, event name, data (from SSE, or rebuilt from a TurnEvent). */
 interface Frame {
@@ -22,77 +19,6 @@ interface Frame {
   event: string;
   data: Record<string, unknown>;
 }
-
-type Callback = (error: ServiceError | null, response?: unknown) => void;
-type RawClient = Record<
-  string,
-  (
-    request: object,
-    metadata: Metadata,
-    callback: Callback,
-  ) => { on(event: 'metadata', listener: (m: Metadata) => void): void }
-> & {
-  sendMessage(request: object, metadata: Metadata): ClientReadableStream<Record<string, unknown>>;
-  close(): void;
-};
-
-/** A client of `service` (e.g. `conversations.v1.ConversationService`) at `address`, metadata per call. */
-const grpcClient = (address: string, protoFile: string, service: string) => {
-  const definition = loadSync(protoFile, { ...PROTO_LOADER_OPTIONS, includeDirs: [protoRoot()] });
-  const [area, version, name] = service.split('.') as [string, string, string];
-  const root = loadPackageDefinition(definition) as unknown as {
-    keel: Record<string, Record<string, Record<string, ServiceClientConstructor>>>;
-  };
-  const raw = new root.keel[area]![version]![name]!(
-    address,
-    credentials.createInsecure(),
-  ) as unknown as RawClient;
-  const metadataOf = (key: string | undefined, extra: Record<string, string> = {}) => {
-    const metadata = new Metadata();
-    if (key !== undefined) metadata.set('authorization', `Bearer ${key}`);
-    for (const [name, value] of Object.entries(extra)) metadata.set(name, value);
-    return metadata;
-  };
-  const unary = <T = Record<string, unknown>>(
-    method: string,
-    key: string | undefined,
-    request: object,
-    extra: Record<string, string> = {},
-  ): Promise<T> =>
-    new Promise((resolve, reject) => {
-      raw[method]!(request, metadataOf(key, extra), (error, response) =>
-        error ? reject(error) : resolve(response as T),
-      );
-    });
-  /** The response headers (initial metadata) of a unary call. */
-  const headersOf = (method: string, key: string, request: object, extra: Record<string, string>) =>
-    new Promise<Metadata>((resolve, reject) => {
-      raw[method]!(request, metadataOf(key, extra), (error) => error && reject(error)).on(
-        'metadata',
-        resolve,
-      );
-    });
-  const stream = (key: string | undefined, request: object) => raw.sendMessage(request, metadataOf(key));
-  return { unary, headersOf, stream, close: () => raw.close() };
-};
-
-/** A ConversationService client on the gateway's gRPC port. */
-const conversationsClient = (address: string) =>
-  grpcClient(address, 'keel/conversations/v1/conversations.proto', 'conversations.v1.ConversationService');
-
-/** A PricingService client (on the gateway's port, or the pricing service's own). */
-const pricingClient = (address: string) =>
-  grpcClient(address, 'keel/pricing/v1/pricing.proto', 'pricing.v1.PricingService');
-
-/** The status code a gRPC call failed with. */
-const codeOf = async (call: Promise<unknown>): Promise<number | undefined> => {
-  try {
-    await call;
-    return undefined;
-  } catch (error) {
-    return (error as ServiceError).code;
-  }
-};
 
 /** A TurnEvent as the SSE frame it stands for: payload fields back to API.md's JSON. */
 const frameOfTurnEvent = (event: Record<string, unknown>): Frame => {
@@ -136,68 +62,25 @@ const normalise = (frames: Frame[]): Frame[] => {
   });
 };
 
-/** Reads an SSE response until `stop` accepts a frame (or the stream ends). */
-const readSse = async (response: Response, onFrame: (frame: Frame) => Promise<boolean>): Promise<void> => {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(
-        block
-          .split('\n')
-          .filter((line) => !line.startsWith(':') && line.includes(':'))
-          .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trimStart()]),
-      ) as Record<string, string>;
-      if (fields.event === undefined) continue;
-      const frame = {
-        id: fields.id ?? '',
-        event: fields.event,
-        data: JSON.parse(fields.data ?? '{}') as Record<string, unknown>,
-      };
-      if (await onFrame(frame)) {
-        await reader.cancel();
-        return;
-      }
-    }
-  }
-};
-
 const TERMINAL = new Set(['turn.completed', 'turn.failed', 'turn.cancelled']);
 
 describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
-  const env = platformEnv('gwgrpc', { KEEL_SSE_HEARTBEAT_MS: '500' });
+  let platform: GatewayPlatform;
   let fake: FakeOpenAI;
-  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
-  let processes: ProcessHandle[] = [];
-  let base = '';
+  let OPERATOR_KEY = '';
   let grpc: ReturnType<typeof conversationsClient>;
   let pricingViaGateway: ReturnType<typeof pricingClient>;
   let pricingDirect: ReturnType<typeof pricingClient>;
   const keys = { admin: '', editor: '', viewer: '', otherEditor: '' };
 
-  const http = async (
+  const http = (
     method: string,
     path: string,
     key: string,
     body?: unknown,
     headers: Record<string, string> = {},
-  ) =>
-    fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  const json = async (response: Response) => (await response.json()) as Record<string, unknown>;
+  ) => platform.request(method, path, key, body, headers);
+  const json = jsonOf;
 
   /** The scripted turn: a refund that needs approval, then a streamed answer. */
   const scriptTurn = () =>
@@ -220,92 +103,51 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
   };
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    webhook = await startWebhookServer();
-    const agentPort = await freePort();
-    const port = await freePort();
-    const grpcPort = await freePort();
-    const pricingPort = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    processes = await Promise.all([
-      startAgent(env, agentPort, fake.url),
-      startTools(env),
-      startProcess({
-        name: 'pricing',
-        entry: 'services/pricing/src/main.ts',
-        env: { ...env, GRPC_PORT: String(pricingPort) },
-        readyLine: /"msg":"ready"/,
-      }),
-      startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY, {
-        extra: { PRICING_GRPC_URL: `127.0.0.1:${pricingPort}` },
-      }),
-    ]);
-    grpc = conversationsClient(`127.0.0.1:${grpcPort}`);
-    pricingViaGateway = pricingClient(`127.0.0.1:${grpcPort}`);
-    pricingDirect = pricingClient(`127.0.0.1:${pricingPort}`);
-    const issue = async (tenantId: unknown, role: string) =>
-      (await json(await http('POST', `/v1/tenants/${String(tenantId)}/keys`, OPERATOR_KEY, { role })))
-        .key as string;
-    const tenant = await json(await http('POST', '/v1/tenants', OPERATOR_KEY, { name: 'Acme' }));
-    keys.admin = await issue(tenant.id, 'admin');
-    keys.editor = await issue(tenant.id, 'editor');
-    keys.viewer = await issue(tenant.id, 'viewer');
-    const other = await json(await http('POST', '/v1/tenants', OPERATOR_KEY, { name: 'Globex' }));
-    keys.otherEditor = await issue(other.id, 'editor');
-    webhook.setSecret((await json(await http('POST', '/v1/webhook-secret', keys.admin))).secret as string);
-    const tool = await http('PUT', '/v1/tools/refund', keys.admin, {
-      description: 'Refund an order',
-      inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-      kind: 'webhook',
-      url: webhook.url,
-      approval: 'always',
-      timeoutMs: 10_000,
+    platform = await startGatewayPlatform('gwgrpc', {
+      env: { KEEL_SSE_HEARTBEAT_MS: '500' },
+      pricingFor: ['gateway'],
     });
-    expect(tool.status).toBe(200);
-    const agent = await http('PUT', '/v1/agents/support', keys.admin, {
-      model: 'openai:gpt-4o-mini',
-      tools: ['refund'],
-      maxSteps: 4,
-    });
-    expect(agent.status).toBe(200);
-    expect((await http('PUT', '/v1/providers/openai', keys.admin, { baseUrl: fake.url })).status).toBe(200);
+    ({ fake, operatorKey: OPERATOR_KEY } = platform);
+    grpc = conversationsClient(platform.grpcAddress);
+    pricingViaGateway = pricingClient(platform.grpcAddress);
+    pricingDirect = pricingClient(platform.pricingAddress!);
+    const acme = await platform.tenantWithKeys('Acme', ['admin', 'editor', 'viewer'] as const);
+    Object.assign(keys, acme.keys);
+    keys.otherEditor = (await platform.tenantWithKeys('Globex', ['editor'] as const)).keys.editor;
+    await platform.configureSupportAgent(keys.admin);
   }, 180_000);
 
   afterAll(async () => {
     grpc?.close();
     pricingViaGateway?.close();
     pricingDirect?.close();
-    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
-    await fake?.close();
-    await webhook?.close();
+    await platform?.stop();
   });
 
   it('streams the same turn over gRPC SendMessage as over the HTTP turn stream: names, data and ids, approval included', async () => {
     // Over HTTP: stream, approve from another connection when asked, read on to the end.
     scriptTurn();
     const sseConversation = await createConversation();
-    const sseFrames: Frame[] = [];
-    const response = await http(
-      'POST',
-      `/v1/conversations/${sseConversation}/messages`,
-      keys.editor,
-      { content: 'Please refund order o-1' },
-      { accept: 'text/event-stream' },
-    );
-    expect(response.status).toBe(200);
-    await readSse(response, async (frame) => {
-      sseFrames.push(frame);
-      if (frame.event === 'approval.required') {
-        const decided = await http(
-          'POST',
-          `/v1/conversations/${sseConversation}/approvals/${String(frame.data.approvalId)}`,
-          keys.editor,
-          { decision: 'approve' },
-        );
-        expect(decided.status).toBe(200);
-      }
-      return TERMINAL.has(frame.event);
+    const stream = await openSse(`${platform.base}/v1/conversations/${sseConversation}/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${keys.editor}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify({ content: 'Please refund order o-1' }),
     });
+    expect(stream.response.status).toBe(200);
+    const asked = (await stream.until((frame) => frame.event === 'approval.required')).at(-1)!;
+    const decided = await http(
+      'POST',
+      `/v1/conversations/${sseConversation}/approvals/${String((asked.data as { approvalId: string }).approvalId)}`,
+      keys.editor,
+      { decision: 'approve' },
+    );
+    expect(decided.status).toBe(200);
+    const sseFrames = (await stream.until((frame) => TERMINAL.has(frame.event!))) as Frame[];
+    stream.close();
 
     // Over gRPC: the same script, approved with DecideApproval.
     scriptTurn();
@@ -465,13 +307,7 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
       ),
     ).toBe(status.NOT_FOUND);
 
-    const streamStatus = (key: string, request: object) =>
-      new Promise<{ code: number; details: string }>((resolve) => {
-        const call = grpc.stream(key, request);
-        call.on('data', () => undefined);
-        call.on('error', (error: ServiceError) => resolve({ code: error.code, details: error.details }));
-        call.on('end', () => resolve({ code: status.OK, details: '' }));
-      });
+    const streamStatus = (key: string, request: object) => sendStatus(grpc, key, request);
     expect((await streamStatus(keys.viewer, { conversationId: id, content: 'hi' })).code).toBe(
       status.PERMISSION_DENIED,
     );

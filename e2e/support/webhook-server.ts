@@ -66,3 +66,6 @@ export const startWebhookServer = async () => {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 };
+
+/** A running webhook server. */
+export type WebhookServer = Awaited<ReturnType<typeof startWebhookServer>>;

@@ -1,0 +1,93 @@
+// grpc-js clients of Keel's services for end-to-end tests, promise-based: a bearer key as metadata
+// per call (none when undefined), unary calls, their response headers, and SendMessage's stream.
+import type { ClientReadableStream, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
+import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+
+type Callback = (error: ServiceError | null, response?: unknown) => void;
+type RawClient = Record<
+  string,
+  (
+    request: object,
+    metadata: Metadata,
+    callback: Callback,
+  ) => { on(event: 'metadata', listener: (m: Metadata) => void): void }
+> & {
+  sendMessage(request: object, metadata: Metadata): ClientReadableStream<Record<string, unknown>>;
+  close(): void;
+};
+
+/** A client of `service` (e.g. `conversations.v1.ConversationService`) at `address`, metadata per call. */
+export const grpcClient = (address: string, protoFile: string, service: string) => {
+  const definition = loadSync(protoFile, { ...PROTO_LOADER_OPTIONS, includeDirs: [protoRoot()] });
+  const [area, version, name] = service.split('.') as [string, string, string];
+  const root = loadPackageDefinition(definition) as unknown as {
+    keel: Record<string, Record<string, Record<string, ServiceClientConstructor>>>;
+  };
+  const raw = new root.keel[area]![version]![name]!(
+    address,
+    credentials.createInsecure(),
+  ) as unknown as RawClient;
+  const metadataOf = (key: string | undefined, extra: Record<string, string> = {}) => {
+    const metadata = new Metadata();
+    if (key !== undefined) metadata.set('authorization', `Bearer ${key}`);
+    for (const [name, value] of Object.entries(extra)) metadata.set(name, value);
+    return metadata;
+  };
+  const unary = <T = Record<string, unknown>>(
+    method: string,
+    key: string | undefined,
+    request: object,
+    extra: Record<string, string> = {},
+  ): Promise<T> =>
+    new Promise((resolve, reject) => {
+      raw[method]!(request, metadataOf(key, extra), (error, response) =>
+        error ? reject(error) : resolve(response as T),
+      );
+    });
+  /** The response headers (initial metadata) of a unary call. */
+  const headersOf = (method: string, key: string, request: object, extra: Record<string, string>) =>
+    new Promise<Metadata>((resolve, reject) => {
+      raw[method]!(request, metadataOf(key, extra), (error) => error && reject(error)).on(
+        'metadata',
+        resolve,
+      );
+    });
+  const stream = (key: string | undefined, request: object) => raw.sendMessage(request, metadataOf(key));
+  return { unary, headersOf, stream, close: () => raw.close() };
+};
+
+/** A gRPC client of one service. */
+export type GrpcClient = ReturnType<typeof grpcClient>;
+
+/** A ConversationService client on a gateway's gRPC port. */
+export const conversationsClient = (address: string) =>
+  grpcClient(address, 'keel/conversations/v1/conversations.proto', 'conversations.v1.ConversationService');
+
+/** A PricingService client (on a gateway's port, or the pricing service's own). */
+export const pricingClient = (address: string) =>
+  grpcClient(address, 'keel/pricing/v1/pricing.proto', 'pricing.v1.PricingService');
+
+/** The error a gRPC call failed with (undefined when it succeeded). */
+export const failureOf = async (call: Promise<unknown>): Promise<ServiceError | undefined> => {
+  try {
+    await call;
+    return undefined;
+  } catch (error) {
+    return error as ServiceError;
+  }
+};
+
+/** The status code a gRPC call failed with. */
+export const codeOf = async (call: Promise<unknown>): Promise<number | undefined> =>
+  (await failureOf(call))?.code;
+
+/** The status a SendMessage stream ends with (OK when it ends normally), its frames read and dropped. */
+export const sendStatus = (client: GrpcClient, key: string, request: object) =>
+  new Promise<{ code: number; details: string }>((resolve) => {
+    const call = client.stream(key, request);
+    call.on('data', () => undefined);
+    call.on('error', (error: ServiceError) => resolve({ code: error.code, details: error.details }));
+    call.on('end', () => resolve({ code: status.OK, details: '' }));
+  });
