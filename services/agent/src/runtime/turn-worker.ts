@@ -132,10 +132,20 @@ export class TurnWorker {
     const turn = state.turn;
     if (!turn || turn.turnId !== turnId) return;
     if (turn.toolCalls.some((c) => c.state !== 'completed') || turn.step >= turn.agent.maxSteps) return;
-    await this.runStep(event, state, turn);
+    await this.runStep(event, state, turn, version);
   }
 
-  private async runStep(trigger: RecordedEvent, state: Conversation, turn: CurrentTurn): Promise<void> {
+  /**
+   * Runs the turn's next model step on `state`, which is the conversation at `version`. Each
+   * ephemeral message it publishes carries the version of the log it follows (`version`): a feed
+   * that has already yielded that version writes the message without reading the log first.
+   */
+  private async runStep(
+    trigger: RecordedEvent,
+    state: Conversation,
+    turn: CurrentTurn,
+    version: number,
+  ): Promise<void> {
     const { config, conversations, bus, logger } = this.deps;
     const tenantId = trigger.tenantId;
     const conversationId = parseStreamName(trigger.streamName).id;
@@ -172,7 +182,7 @@ export class TurnWorker {
         onDelta: (text) =>
           bus.ephemeral.publish(
             { kind: 'deltas', tenantId, conversationId },
-            { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text },
+            { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text, version },
           ),
       });
     } catch (error) {
@@ -218,8 +228,9 @@ export class TurnWorker {
         phase: state.phase ?? agent.phases?.initial,
       });
     });
+    let recorded: { version: number };
     try {
-      await conversations.run(ctx, conversationId, {
+      recorded = await conversations.run(ctx, conversationId, {
         type: 'RecordModelOutput',
         turnId: turn.turnId,
         step,
@@ -255,6 +266,7 @@ export class TurnWorker {
         step,
         contextTokens: output.contextTokens,
         windowTokens: priced.windowTokens,
+        version: recorded.version,
       },
     );
   }

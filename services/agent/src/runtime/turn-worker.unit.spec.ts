@@ -204,6 +204,16 @@ describe('turn worker', () => {
       .map((d) => (d.data as { text: string }).text);
     expect(texts.join('')).toBe('Order 7 ships tomorrow. ');
     const events = await t.store.read('acme', `conversation-${id}`);
+    // Each ephemeral message names the log version it follows: the deltas of step 2 the tool
+    // result, the context message of the last step the turn's end.
+    const versionOf = (type: string) => events.find((e) => e.type === type)!.version;
+    const versions = (type: string) =>
+      t.deltas
+        .filter((d) => (d.data as { type: string }).type === type)
+        .map((d) => (d.data as { version: number }).version);
+    expect(new Set(versions('delta'))).toEqual(new Set([versionOf('ToolCallCompleted')]));
+    await eventuallyTrue(async () => versions('context').length === 2, 2_000);
+    expect(versions('context')[1]).toBe(versionOf('TurnCompleted'));
     expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual(
       [],
     );

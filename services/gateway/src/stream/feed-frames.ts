@@ -118,6 +118,15 @@ export const ephemeralFrame = (
   return undefined;
 };
 
+/**
+ * The log version an ephemeral message follows (its `version`: the conversation version the agent
+ * had when it published it), or undefined when it names none (messages of older agents).
+ */
+export const ephemeralVersion = (message: unknown): number | undefined =>
+  isRecord(message) && typeof message.version === 'number' && Number.isSafeInteger(message.version)
+    ? message.version
+    : undefined;
+
 /** A frame as written on the wire: `id`, `event`, one `data` line of JSON, a blank line. */
 export const renderFrame = (frame: FeedFrame): string =>
   `id: ${frame.id}\nevent: ${frame.event}\ndata: ${JSON.stringify(frame.data)}\n\n`;

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
 import { ValidationError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
-import { durableFrame, ephemeralFrame, renderFrame, resumeAfter } from './feed-frames.js';
+import { durableFrame, ephemeralFrame, ephemeralVersion, renderFrame, resumeAfter } from './feed-frames.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const recorded = (version: number, type: string, data: unknown): RecordedEvent => ({
@@ -130,6 +130,13 @@ describe('ephemeralFrame', () => {
       seq: 9,
       frame: { id: '5.9', event: 'context', data: { turnId: 'u1', contextTokens: 120, windowTokens: null } },
     });
+  });
+
+  it('reads the log version a message follows, when it names a whole one', () => {
+    expect(ephemeralVersion({ type: 'delta', turnId: 'u1', seq: 1, text: 'a', version: 7 })).toBe(7);
+    for (const message of [{ type: 'delta', turnId: 'u1' }, { version: '7' }, { version: 1.5 }, null, 'x']) {
+      expect(ephemeralVersion(message)).toBeUndefined();
+    }
   });
 
   it('ignores anything else', () => {

@@ -1,6 +1,6 @@
 import type { EphemeralChannel, EventStore } from '@keel/core';
 import type { FeedFrame } from './feed-frames.js';
-import { durableFrame, ephemeralFrame } from './feed-frames.js';
+import { durableFrame, ephemeralFrame, ephemeralVersion } from './feed-frames.js';
 
 /** Where a feed reads: the event log and the bus's ephemeral channel. */
 export interface FeedSources {
@@ -34,10 +34,13 @@ export const DEFAULT_MAX_QUEUED_DELTAS = 1_000;
  * when the conversation's deltas arrive (a turn is running), when this process appends (the dev
  * mode's in-process agent), and otherwise every `pollMs`.
  *
- * The delta subscription is opened before the first read, and deltas wait in a queue until the
- * reads before them are yielded, so a delta never precedes the durable events already in the log
- * when it arrived. The queue is bounded (a consumer that stops pulling loses the oldest deltas,
- * never durable events). Stopping the reader never touches the turn.
+ * The delta subscription is opened before the first read, and a delta never precedes the durable
+ * events it follows: a delta that names the log version it follows (`version`, set by the agent)
+ * goes out at once when that version was yielded already (no read of the log per token); one that
+ * is ahead of the reader, or names no version, waits in a queue until a read of the log is yielded.
+ * Deltas never starve the log: it is read at least every `pollMs` while they flow. The queue is
+ * bounded (a consumer that stops pulling loses the oldest deltas, never durable events). Stopping
+ * the reader never touches the turn.
  */
 export async function* readFeed(
   sources: FeedSources,
@@ -58,28 +61,50 @@ export async function* readFeed(
     queued.push(message.data);
     wake.abort();
   });
+  // The first pass reads; later ones read only when something may be in the log that was not yielded.
+  let mustRead = true;
+  let since = 0;
+  let readAt = 0;
   try {
     while (!signal.aborted) {
       wake = new AbortController();
-      const since = store.appendCount;
-      const events = await store.read(tenantId, streamName, { fromVersion: lastVersion + 1 });
-      for (const event of events) {
-        // Read strictly after lastVersion, so this only guards against a store answering out of range.
-        if (event.version <= lastVersion) continue;
-        lastVersion = event.version;
-        const frame = durableFrame(event);
-        if (frame) yield frame;
-        if (signal.aborted) return;
+      if (!mustRead) {
+        // Deltas following only versions yielded already go out without a read of the log.
+        while (queued.length > 0 && (ephemeralVersion(queued[0]) ?? Infinity) <= lastVersion) {
+          const mapped = ephemeralFrame(queued.shift(), lastVersion, lastSeq);
+          if (!mapped) continue;
+          lastSeq = mapped.seq;
+          yield mapped.frame;
+          if (signal.aborted) return;
+        }
+        mustRead = queued.length > 0 || Date.now() - readAt >= pollMs;
       }
-      for (const message of queued.splice(0)) {
-        const mapped = ephemeralFrame(message, lastVersion, lastSeq);
-        if (!mapped) continue;
-        lastSeq = mapped.seq;
-        yield mapped.frame;
-        if (signal.aborted) return;
+      if (mustRead) {
+        since = store.appendCount;
+        readAt = Date.now();
+        const events = await store.read(tenantId, streamName, { fromVersion: lastVersion + 1 });
+        for (const event of events) {
+          // Read strictly after lastVersion, so this only guards against a store answering out of range.
+          if (event.version <= lastVersion) continue;
+          lastVersion = event.version;
+          const frame = durableFrame(event);
+          if (frame) yield frame;
+          if (signal.aborted) return;
+        }
+        for (const message of queued.splice(0)) {
+          const mapped = ephemeralFrame(message, lastVersion, lastSeq);
+          if (!mapped) continue;
+          lastSeq = mapped.seq;
+          yield mapped.frame;
+          if (signal.aborted) return;
+        }
       }
+      mustRead = false;
       if (queued.length > 0) continue;
-      await store.waitForAppend(pollMs, AbortSignal.any([wake.signal, signal]), since);
+      const woken = AbortSignal.any([wake.signal, signal]);
+      await store.waitForAppend(Math.max(0, readAt + pollMs - Date.now()), woken, since);
+      // Only deltas woke the reader: whether the log must be read depends on what they follow.
+      mustRead = !wake.signal.aborted || store.appendCount !== since || Date.now() - readAt >= pollMs;
     }
   } finally {
     subscription.unsubscribe();

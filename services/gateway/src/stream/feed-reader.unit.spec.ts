@@ -8,7 +8,47 @@ const tenantId = 't1';
 const conversationId = 'c1';
 const target = { tenantId, conversationId, streamName: `conversation-${conversationId}`, after: 0 };
 const topic = { kind: 'deltas' as const, tenantId, conversationId };
-const delta = (seq: number) => ({ type: 'delta', turnId: 'u1', step: 1, seq, text: `t${seq}` });
+const delta = (seq: number, version?: number) => ({
+  type: 'delta',
+  turnId: 'u1',
+  step: 1,
+  seq,
+  text: `t${seq}`,
+  ...(version === undefined ? {} : { version }),
+});
+const started = { type: 'TurnStarted', data: { turnId: 'u1', agent: {}, role: 'editor', at } };
+const completed = { type: 'TurnCompleted', data: { turnId: 'u1', finishReason: 'stop', at } };
+
+/**
+ * The log as a gateway sees it when another process (the agent) appends: appends wake no reader,
+ * and every read is counted.
+ */
+class OtherProcessStore extends InMemoryEventStore {
+  reads = 0;
+  override read(...args: Parameters<InMemoryEventStore['read']>) {
+    this.reads++;
+    return super.read(...args);
+  }
+  override get appendCount(): number {
+    return 0;
+  }
+  override waitForAppend(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      signal?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/** The next `n` frames of a feed. */
+const take = async (frames: AsyncGenerator<FeedFrame>, n: number): Promise<FeedFrame[]> => {
+  const out: FeedFrame[] = [];
+  for (let i = 0; i < n; i++) out.push((await frames.next()).value as FeedFrame);
+  return out;
+};
 
 describe('readFeed', () => {
   it('holds at most maxQueuedDeltas for a consumer that stops pulling, dropping the oldest, never a durable event', async () => {
@@ -33,6 +73,71 @@ describe('readFeed', () => {
     expect(rest.map(isEphemeralFrame)).toEqual([true, true, true, false]);
     stop.abort();
     expect((await frames.next()).done).toBe(true);
+  });
+
+  it('writes a delta that follows a version already yielded without reading the log', async () => {
+    const store = new OtherProcessStore();
+    const ephemeral = new InMemoryEphemeralChannel();
+    const stop = new AbortController();
+    await store.append(tenantId, target.streamName, [started]);
+    const frames = readFeed({ store, ephemeral, pollMs: 60_000 }, target, stop.signal);
+    expect(await take(frames, 1)).toMatchObject([{ id: '1', event: 'turn.started' }]);
+    const readsBefore = store.reads;
+    const next = take(frames, 3);
+    for (let seq = 1; seq <= 3; seq++) ephemeral.publish(topic, delta(seq, 1));
+    expect((await next).map((f) => [f.id, f.event])).toEqual([
+      ['1.1', 'message.delta'],
+      ['1.2', 'message.delta'],
+      ['1.3', 'message.delta'],
+    ]);
+    expect(store.reads).toBe(readsBefore);
+    stop.abort();
+    await frames.next();
+  });
+
+  it('reads the log first for a delta that is ahead of it, or that names no version (older agents)', async () => {
+    for (const version of [2, undefined]) {
+      const store = new OtherProcessStore();
+      const ephemeral = new InMemoryEphemeralChannel();
+      const stop = new AbortController();
+      await store.append(tenantId, target.streamName, [started]);
+      const frames = readFeed({ store, ephemeral, pollMs: 60_000 }, target, stop.signal);
+      await take(frames, 1);
+      // Appended by the agent: nothing wakes the reader, and its poll is a minute away.
+      await store.append(tenantId, target.streamName, [completed]);
+      const readsBefore = store.reads;
+      const next = take(frames, 2);
+      ephemeral.publish(topic, delta(1, version));
+      expect((await next).map((f) => [f.id, f.event])).toEqual([
+        ['2', 'turn.completed'],
+        ['2.1', 'message.delta'],
+      ]);
+      expect(store.reads).toBe(readsBefore + 1);
+      stop.abort();
+      await frames.next();
+    }
+  });
+
+  it('still reads the log every pollMs while deltas flow', async () => {
+    const store = new OtherProcessStore();
+    const ephemeral = new InMemoryEphemeralChannel();
+    const stop = new AbortController();
+    await store.append(tenantId, target.streamName, [started]);
+    const frames = readFeed({ store, ephemeral, pollMs: 100 }, target, stop.signal);
+    await take(frames, 1);
+    await store.append(tenantId, target.streamName, [completed]);
+    let seq = 0;
+    const flowing = setInterval(() => ephemeral.publish(topic, delta(++seq, 1)), 10);
+    try {
+      const seen: FeedFrame[] = [];
+      const startedAt = Date.now();
+      while (!seen.some((f) => f.event === 'turn.completed')) seen.push(...(await take(frames, 1)));
+      expect(Date.now() - startedAt).toBeLessThan(1_000);
+      expect(seen.filter((f) => f.event === 'message.delta').length).toBeGreaterThan(0);
+    } finally {
+      clearInterval(flowing);
+      stop.abort();
+    }
   });
 
   it('yields nothing and subscribes to nothing when the signal is already aborted', async () => {
