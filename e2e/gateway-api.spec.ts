@@ -3,21 +3,12 @@
 // test kit's fake OpenAI server and the tool by the e2e webhook server. Operator → tenant and keys;
 // admin → webhook secret, a tool that needs approval, an agent; editor → conversation, message,
 // approval; viewer reads only; another tenant sees nothing; bad input is refused by field name.
-import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import {
-  eventually,
-  fakeReply,
-  freePort,
-  lastUserMessageIncludes,
-  startFakeOpenAI,
-  startProcess,
-  uniqueName,
-} from '@keel/testkit';
+import type { FakeOpenAI } from '@keel/testkit';
+import { eventually, fakeReply, lastUserMessageIncludes } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformEnv, startAgent, startTools } from './support/platform.js';
-import { startWebhookServer } from './support/webhook-server.js';
-
-const OPERATOR_KEY = `op_${uniqueName('gwapi')}`;
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import type { WebhookServer } from './support/webhook-server.js';
 
 interface Problem {
   status: number;
@@ -47,12 +38,10 @@ interface ConversationBody {
 }
 
 describe('the public API walk-through (gateway, agent, tools as processes)', () => {
-  const env = platformEnv('gwapi');
+  let platform: GatewayPlatform;
   let fake: FakeOpenAI;
-  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
-  let agent: ProcessHandle;
-  let tools: ProcessHandle;
-  let gateway: ProcessHandle;
+  let webhook: WebhookServer;
+  let OPERATOR_KEY = '';
   let base = '';
 
   const call = async (
@@ -114,34 +103,12 @@ describe('the public API walk-through (gateway, agent, tools as processes)', () 
     );
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    webhook = await startWebhookServer();
-    const agentPort = await freePort();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    [agent, tools, gateway] = await Promise.all([
-      startAgent(env, agentPort, fake.url),
-      startTools(env),
-      startProcess({
-        name: 'gateway',
-        entry: 'services/gateway/src/main.ts',
-        env: {
-          ...env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          GRPC_PORT: String(await freePort()),
-          KEEL_OPERATOR_KEY: OPERATOR_KEY,
-          AGENT_GRPC_URL: `127.0.0.1:${agentPort}`,
-        },
-        readyLine: /"msg":"ready"/,
-      }),
-    ]);
+    platform = await startGatewayPlatform('gwapi');
+    ({ fake, webhook, base, operatorKey: OPERATOR_KEY } = platform);
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all([gateway?.kill('SIGTERM'), agent?.kill('SIGTERM'), tools?.kill('SIGTERM')]);
-    await fake?.close();
-    await webhook?.close();
+    await platform?.stop();
   });
 
   it('operator: creates two tenants and their admin, editor and viewer keys', async () => {

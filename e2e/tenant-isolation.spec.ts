@@ -3,13 +3,14 @@
 // credential and a conversation waiting for an approval; tenant Globex tries every tenant route on
 // them with its own keys. Each is a 404 (or, for lists and configuration, Globex's own data only),
 // no body carries anything of Acme's, and Acme's conversation and configuration are unchanged.
-import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI, uniqueName } from '@keel/testkit';
+import type { FakeOpenAI } from '@keel/testkit';
+import { fakeReply, lastUserMessageIncludes } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
-import { startWebhookServer } from './support/webhook-server.js';
-
-const OPERATOR_KEY = `op_${uniqueName('isolation')}`;
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import type { Answer } from './support/http.js';
+import { answerOf } from './support/http.js';
+import type { WebhookServer } from './support/webhook-server.js';
 // Acme's data: none of these may appear in any answer Globex gets.
 const SECRETS = {
   instructions: 'ACME-INSTRUCTIONS-7f3a',
@@ -19,18 +20,10 @@ const SECRETS = {
   orderId: 'ACME-ORDER-55e1',
 };
 
-interface Answer {
-  status: number;
-  text: string;
-  body: unknown;
-}
-
 describe('tenant isolation (gateway, agent, tools as processes)', () => {
-  const env = platformEnv('isolation');
+  let platform: GatewayPlatform;
   let fake: FakeOpenAI;
-  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
-  let processes: ProcessHandle[] = [];
-  let base = '';
+  let webhook: WebhookServer;
   const acme = { id: '', admin: '', editor: '', viewer: '' };
   const globex = { id: '', admin: '', editor: '', viewer: '' };
   let conversationId = '';
@@ -42,20 +35,7 @@ describe('tenant isolation (gateway, agent, tools as processes)', () => {
     key: string,
     body?: unknown,
     headers: Record<string, string> = {},
-  ): Promise<Answer> => {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    const json = text !== '' && !response.headers.get('content-type')?.includes('event-stream');
-    return { status: response.status, text, body: json ? (JSON.parse(text) as unknown) : undefined };
-  };
+  ): Promise<Answer> => answerOf(await platform.request(method, path, key, body, headers));
 
   /** The answer's body names nothing of Acme's (its secrets, its approval, its turn). */
   const leaksNothing = (answer: Answer) => {
@@ -83,24 +63,13 @@ describe('tenant isolation (gateway, agent, tools as processes)', () => {
   };
 
   const tenant = async (name: string, into: typeof acme) => {
-    into.id = ((await call('POST', '/v1/tenants', OPERATOR_KEY, { name })).body as { id: string }).id;
-    for (const role of ['admin', 'editor', 'viewer'] as const) {
-      const issued = await call('POST', `/v1/tenants/${into.id}/keys`, OPERATOR_KEY, { role });
-      into[role] = (issued.body as { key: string }).key;
-    }
+    const { id, keys } = await platform.tenantWithKeys(name, ['admin', 'editor', 'viewer'] as const);
+    Object.assign(into, { id, ...keys });
   };
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    webhook = await startWebhookServer();
-    const agentPort = await freePort();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    processes = await Promise.all([
-      startAgent(env, agentPort, fake.url),
-      startTools(env),
-      startGateway(env, { port, grpcPort: await freePort(), agentPort }, OPERATOR_KEY),
-    ]);
+    platform = await startGatewayPlatform('isolation');
+    ({ fake, webhook } = platform);
     await tenant('Acme', acme);
     await tenant('Globex', globex);
     webhook.setSecret(
@@ -147,9 +116,7 @@ describe('tenant isolation (gateway, agent, tools as processes)', () => {
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
-    await fake?.close();
-    await webhook?.close();
+    await platform?.stop();
   });
 
   it("answers every conversation route on Acme's conversation with 404 for each Globex key, and changes nothing", async () => {
