@@ -1,5 +1,5 @@
-import { ConfigError, KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
-import type { Infrastructure, KeelLogger } from '@keel/runtime';
+import { KEEL_INFRA, readEnv } from '@keel/runtime';
+import type { Infrastructure } from '@keel/runtime';
 import {
   KEEL_AUDIT_V1_PACKAGE_NAME,
   protobufFileName as auditProtoFile,
@@ -21,18 +21,7 @@ import { AUDIT_STORAGE, auditStorageFor } from './storage/audit-storage.provider
  * `KEEL_AUDIT_ACK_WAIT_MS`: how long a delivery taken by an audit process that died blocks the
  * consumer before another instance (or the restarted one) takes it. Default 30 s.
  */
-const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number | undefined => {
-  const raw = env['KEEL_AUDIT_ACK_WAIT_MS']?.trim();
-  if (!raw) return undefined;
-  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < 100 || value > 3_600_000) {
-    throw new ConfigError(
-      'KEEL_AUDIT_ACK_WAIT_MS',
-      `must be a number of milliseconds from 100 to 3600000, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return value;
-};
+const ackWaitFromEnv = (): number => Number(readEnv('KEEL_AUDIT_ACK_WAIT_MS'));
 
 /**
  * The audit service: projects every event of the log into usage rollups (15-minute buckets per
@@ -54,13 +43,10 @@ const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number | undefine
     },
     {
       provide: AuditConsumer,
-      inject: [KEEL_INFRA, AuditProjector, KEEL_LOGGER],
-      useFactory: (infra: Infrastructure, projector: AuditProjector, logger: KeelLogger) => {
-        const ackWaitMs = ackWaitFromEnv();
-        logger.debug?.({ ackWaitMs }, 'audit consumer settings');
-        // infra.bus tracks the consumer, so the infrastructure's shutdown drains it.
-        return new AuditConsumer(infra.bus, projector, ackWaitMs === undefined ? {} : { ackWaitMs });
-      },
+      inject: [KEEL_INFRA, AuditProjector],
+      // infra.bus tracks the consumer, so the infrastructure's shutdown drains it.
+      useFactory: (infra: Infrastructure, projector: AuditProjector) =>
+        new AuditConsumer(infra.bus, projector, { ackWaitMs: ackWaitFromEnv() }),
     },
   ],
 })

@@ -12,11 +12,26 @@ import type { AuditStorage } from '../storage/audit-storage.js';
 import { answerUsage } from '../usage/usage-query.js';
 import { checkUsageQuery } from '../usage/usage-request.js';
 
-const GROUP_BY: Partial<Record<GroupBy, string>> = {
-  [GroupBy.UNSPECIFIED]: 'day',
-  [GroupBy.DAY]: 'day',
-  [GroupBy.MODEL]: 'model',
-  [GroupBy.USER]: 'user',
+/**
+ * The grouping of a request. The Nest gRPC server loads protos with `enums: String`, so the
+ * value arrives as its name (`GROUP_BY_MODEL`); a generated client's number is read too.
+ */
+const groupByOf = (value: GroupBy | string): string => {
+  switch (value) {
+    case GroupBy.UNSPECIFIED:
+    case GroupBy.DAY:
+    case 'GROUP_BY_UNSPECIFIED':
+    case 'GROUP_BY_DAY':
+      return 'day';
+    case GroupBy.MODEL:
+    case 'GROUP_BY_MODEL':
+      return 'model';
+    case GroupBy.USER:
+    case 'GROUP_BY_USER':
+      return 'user';
+    default:
+      return `GroupBy ${String(value)}`;
+  }
 };
 
 /** keel.usage.v1.UsageService as the audit service serves it: `tenant_id` is trusted (the gateway decided it). */
@@ -35,7 +50,7 @@ export class UsageController implements UsageServiceController {
         from: request.from,
         to: request.to,
         tz: request.tz,
-        groupBy: GROUP_BY[request.groupBy] ?? `GroupBy ${String(request.groupBy)}`,
+        groupBy: groupByOf(request.groupBy as GroupBy | string),
       });
       const answer = await answerUsage(this.storage, query);
       return { totals: answer.totals, rows: answer.rows };

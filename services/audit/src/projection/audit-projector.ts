@@ -10,6 +10,9 @@ import { turnInfoOf, turnKey, usageFactOf } from '../usage/usage-facts.js';
 /** Checkpoint name of the projection: the global log position every rollup and entry is complete up to. */
 export const PROJECTION_CHECKPOINT = 'audit-projection';
 
+/** Pages read after the delivered event's own before its delivery is acked. */
+const MAX_PAGES_PAST_TARGET = 50;
+
 /** Settings of the projector. */
 export interface AuditProjectorOptions {
   /** Events read from the log per page (whole commits). Default 2000. */
@@ -61,8 +64,9 @@ export class AuditProjector {
   }
 
   /**
-   * Applies the log up to at least `target` (a global position; undefined: up to the end of the
-   * log as it reads it). Resolves once that part of the log is durably projected.
+   * Applies the log up to at least `target` (a global position), and on to the end of the log
+   * as it reads it (at most MAX_PAGES_PAST_TARGET pages more); undefined: to the end. Resolves
+   * once at least the target is durably projected.
    */
   catchUp(target?: number, alive?: () => void): Promise<void> {
     const run = this.chain.then(() => this.run(target, alive));
@@ -76,6 +80,7 @@ export class AuditProjector {
     if (position !== this.saved) this.forgetDocs();
     this.stats.position = position;
     if (target !== undefined && target <= position) return;
+    let extraPages = 0;
     for (;;) {
       const page = await this.store.readAll({ after: position, limit: this.pageSize, scope: 'all-tenants' });
       if (page.events.length === 0) return;
@@ -90,7 +95,9 @@ export class AuditProjector {
       this.stats.pages++;
       this.stats.events += page.events.length;
       alive?.();
-      if (target !== undefined && position >= target) return;
+      // Past the target, go on to the end of the log (the deliveries behind it then cost nothing),
+      // but not forever under a steady stream: the delivery must be acked some time.
+      if (target !== undefined && position >= target && ++extraPages > MAX_PAGES_PAST_TARGET) return;
     }
   }
 

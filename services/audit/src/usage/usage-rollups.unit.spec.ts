@@ -6,8 +6,9 @@ import { InMemoryEventStore } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { AuditProjector } from '../projection/audit-projector.js';
 import { InMemoryAuditStorage } from '../storage/in-memory-audit-storage.js';
+import type { RawUsage } from '../testing/usage-brute-force.js';
+import { bruteForceUsage } from '../testing/usage-brute-force.js';
 import { localDateOf, nextDate } from './time-zones.js';
-import type { UsageGroupBy } from './usage-request.js';
 import { checkUsageQuery } from './usage-request.js';
 import { answerUsage } from './usage-query.js';
 
@@ -25,17 +26,6 @@ const random = (seed: number) => () => {
   t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
-
-interface RawUsage {
-  tenantId: string;
-  at: number;
-  user: string;
-  model: string;
-  p: number;
-  c: number;
-  cost: number | null;
-  first: boolean;
-}
 
 /** Scripted turns as log events: the user's message, the turn start, 1–3 model calls, the end. */
 const scriptedLog = (seed: number, turns: number): { events: RecordedEvent[]; raw: RawUsage[] } => {
@@ -131,52 +121,6 @@ const scriptedLog = (seed: number, turns: number): { events: RecordedEvent[]; ra
   return { events, raw };
 };
 
-const localDays = new Map<string, string>();
-/** localDateOf, remembered (the brute force asks for the same instants many times). */
-const localDay = (at: number, tz: string): string => {
-  const key = `${tz}|${at}`;
-  let day = localDays.get(key);
-  if (day === undefined) localDays.set(key, (day = localDateOf(at, tz)));
-  return day;
-};
-
-/** The brute-force answer: every raw usage event whose local day in `tz` is in the range. */
-const bruteForce = (
-  raw: RawUsage[],
-  tenantId: string,
-  from: string,
-  to: string,
-  tz: string,
-  groupBy: UsageGroupBy,
-) => {
-  const rows = new Map<string, { p: number; c: number; cost: number; turns: number }>();
-  const totals = { p: 0, c: 0, cost: 0, turns: 0 };
-  for (const u of raw) {
-    if (u.tenantId !== tenantId) continue;
-    const day = localDay(u.at, tz);
-    if (day < from || day > to) continue;
-    const key = groupBy === 'day' ? day : groupBy === 'model' ? u.model : u.user;
-    const row = rows.get(key) ?? { p: 0, c: 0, cost: 0, turns: 0 };
-    for (const target of [row, totals]) {
-      target.p += u.p;
-      target.c += u.c;
-      target.cost += Math.round((u.cost ?? 0) * 1e9);
-      target.turns += u.first ? 1 : 0;
-    }
-    rows.set(key, row);
-  }
-  const figures = (t: { p: number; c: number; cost: number; turns: number }) => ({
-    promptTokens: t.p,
-    completionTokens: t.c,
-    costUsd: t.cost / 1e9,
-    turns: t.turns,
-  });
-  return {
-    totals: figures(totals),
-    rows: [...rows.keys()].sort().map((key) => ({ key, ...figures(rows.get(key)!) })),
-  };
-};
-
 const project = async (events: RecordedEvent[], pageSizes: number[]): Promise<InMemoryAuditStorage> => {
   const storage = new InMemoryAuditStorage();
   const projector = new AuditProjector(new InMemoryEventStore(), storage);
@@ -206,7 +150,7 @@ describe('usage rollups', () => {
           for (const tenantId of TENANTS) {
             const answer = await answerUsage(storage, checkUsageQuery({ tenantId, from, to, tz, groupBy }));
             expect(answer, `${tenantId} ${from}..${to} ${tz} by ${groupBy}`).toEqual(
-              bruteForce(raw, tenantId, from, to, tz, groupBy),
+              bruteForceUsage(raw, tenantId, from, to, tz, groupBy),
             );
             checked++;
           }
@@ -239,7 +183,7 @@ describe('usage rollups', () => {
         }),
       );
       expect(answer).toEqual(
-        bruteForce(raw, 'globex', '2026-03-07', '2026-03-09', 'America/Los_Angeles', groupBy),
+        bruteForceUsage(raw, 'globex', '2026-03-07', '2026-03-09', 'America/Los_Angeles', groupBy),
       );
     }
   });
