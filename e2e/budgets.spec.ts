@@ -4,17 +4,16 @@
 // the month's spend is N × the cost of one turn. Gateway, agent and tools run as processes on real
 // NATS and FerretDB, with the pricing service pricing each model call; the model is the test
 // kit's fake OpenAI server with fixed token counts.
-import type { ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import { status } from '@grpc/grpc-js';
 import { MongoEventStore } from '@keel/core/mongodb';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
-import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import { eventually, fakeReply, freePort, startFakeOpenAI, startProcess, uniqueName } from '@keel/testkit';
+import type { FakeOpenAI } from '@keel/testkit';
+import { eventually, fakeReply } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformEnv, startAgent, startGateway, startTools } from './support/platform.js';
-
-const OPERATOR_KEY = `op_${uniqueName('budgets')}`;
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import { conversationsClient, sendStatus } from './support/grpc-client.js';
+import type { Answer } from './support/http.js';
+import { answerOf, gatewayRequest } from './support/http.js';
 
 /** Turns the budget fits. */
 const N = 3;
@@ -29,43 +28,14 @@ const USAGE = { promptTokens: 100_000, completionTokens: 25_000 };
 
 /** The status a streaming SendMessage on the gateway's public gRPC API ends with. */
 const grpcSendStatus = (address: string, key: string, request: object) => {
-  const definition = loadSync('keel/conversations/v1/conversations.proto', {
-    ...PROTO_LOADER_OPTIONS,
-    includeDirs: [protoRoot()],
-  });
-  const root = loadPackageDefinition(definition) as unknown as {
-    keel: { conversations: { v1: { ConversationService: ServiceClientConstructor } } };
-  };
-  const client = new root.keel.conversations.v1.ConversationService(
-    address,
-    credentials.createInsecure(),
-  ) as unknown as {
-    sendMessage(request: object, metadata: Metadata): NodeJS.EventEmitter;
-    close(): void;
-  };
-  const metadata = new Metadata();
-  metadata.set('authorization', `Bearer ${key}`);
-  return new Promise<{ code: number; details: string }>((resolve) => {
-    const call = client.sendMessage(request, metadata);
-    call.on('data', () => undefined);
-    call.on('error', (error: ServiceError) => resolve({ code: error.code, details: error.details }));
-    call.on('end', () => resolve({ code: status.OK, details: '' }));
-  }).finally(() => client.close());
+  const client = conversationsClient(address);
+  return sendStatus(client, key, request).finally(() => client.close());
 };
 
-interface Answer {
-  status: number;
-  body: unknown;
-  contentType: string;
-}
-
 describe('monthly budgets hold under concurrency (gateway, agent, tools as processes)', () => {
-  const env = platformEnv('budgets');
+  let platform: GatewayPlatform;
+  let OPERATOR_KEY = '';
   let fake: FakeOpenAI;
-  let agent: ProcessHandle;
-  let tools: ProcessHandle;
-  let gateway: ProcessHandle;
-  let pricing: ProcessHandle;
   let store: MongoEventStore;
   let base = '';
   let grpcAddress = '';
@@ -74,22 +44,8 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
   const conversations: string[] = [];
   const admitted: string[] = [];
 
-  const call = async (method: string, path: string, bearer: string, body?: unknown): Promise<Answer> => {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${bearer}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return {
-      status: response.status,
-      body: text === '' ? undefined : (JSON.parse(text) as unknown),
-      contentType: response.headers.get('content-type') ?? '',
-    };
-  };
+  const call = async (method: string, path: string, bearer: string, body?: unknown): Promise<Answer> =>
+    answerOf(await gatewayRequest(base, method, path, bearer, body));
 
   const send = (conversationId: string, content: string) =>
     call('POST', `/v1/conversations/${conversationId}/messages`, key, { content });
@@ -100,48 +56,19 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
   };
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    store = await MongoEventStore.connect(env.MONGODB_URL!);
-    const agentPort = await freePort();
-    const pricingPort = await freePort();
-    const port = await freePort();
-    const grpcPort = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    grpcAddress = `127.0.0.1:${grpcPort}`;
-    pricing = await startProcess({
-      name: 'pricing',
-      entry: 'services/pricing/src/main.ts',
-      env: { ...env, GRPC_PORT: String(pricingPort) },
-      readyLine: /"msg":"ready"/,
-    });
-    // Settled, not all: when one process fails to start, the others are still stopped in afterAll.
-    const started = await Promise.allSettled([
-      startAgent(
-        {
-          ...env,
-          KEEL_BUDGET_TURN_RESERVE_USD: String(TURN_USD),
-          PRICING_GRPC_URL: `127.0.0.1:${pricingPort}`,
-        },
-        agentPort,
-        fake.url,
-      ),
-      startTools(env),
+    platform = await startGatewayPlatform('budgets', {
+      pricingFor: ['agent'],
+      agentEnv: { KEEL_BUDGET_TURN_RESERVE_USD: String(TURN_USD) },
       // The burst below is one key's 10×N requests at once: only the budget may refuse them.
-      startGateway(env, { port, grpcPort, agentPort }, OPERATOR_KEY, { extra: { KEEL_RATE_LIMIT_RPM: '0' } }),
-    ]);
-    [agent, tools, gateway] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
-      ProcessHandle,
-      ProcessHandle,
-      ProcessHandle,
-    ];
-    for (const outcome of started) if (outcome.status === 'rejected') throw outcome.reason;
+      gatewayEnv: { KEEL_RATE_LIMIT_RPM: '0' },
+    });
+    ({ fake, base, grpcAddress, operatorKey: OPERATOR_KEY } = platform);
+    store = await MongoEventStore.connect(platform.env.MONGODB_URL!);
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all([gateway?.kill('SIGTERM'), agent?.kill('SIGTERM'), tools?.kill('SIGTERM')]);
-    await pricing?.kill('SIGTERM');
+    await platform?.stop();
     await store?.close();
-    await fake?.close();
   });
 
   it('operator: a tenant with an admin key, an agent, and a budget of N turns', async () => {
@@ -243,15 +170,14 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     expect(next.status).toBe(402);
     expect(next.body).toMatchObject({ code: 'budget_exceeded' });
     expect((next.body as { detail: string }).detail).toMatch(/0\.09 USD spent, 0 USD reserved/);
-    const streamed = await fetch(`${base}/v1/conversations/${id}/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${key}`,
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-      },
-      body: JSON.stringify({ content: 'and one more' }),
-    });
+    const streamed = await gatewayRequest(
+      base,
+      'POST',
+      `/v1/conversations/${id}/messages`,
+      key,
+      { content: 'and one more' },
+      { accept: 'text/event-stream' },
+    );
     expect(streamed.status).toBe(402);
     expect(streamed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(await streamed.json()).toMatchObject({ code: 'budget_exceeded' });

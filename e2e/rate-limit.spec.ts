@@ -1,64 +1,31 @@
 // Rate limits per API key, held across gateway instances: two gateway processes on the same NATS
 // (counters in a JetStream KV bucket) and an agent, with a limit of 10 requests per minute.
-import type { ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import { status } from '@grpc/grpc-js';
 import type { ProcessHandle } from '@keel/testkit';
 import { freePort, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failureOf, pricingClient } from './support/grpc-client.js';
+import type { Answer } from './support/http.js';
+import { answerOf, gatewayRequest } from './support/http.js';
 import { platformEnv, startAgent, startGateway } from './support/platform.js';
 
 const OPERATOR_KEY = `op_${uniqueName('rl')}`;
 const LIMIT = 10;
 
-interface Answer {
-  status: number;
-  body: unknown;
-  headers: Headers;
-}
-
-const call = async (base: string, path: string, key?: string, init: RequestInit = {}): Promise<Answer> => {
-  const response = await fetch(`${base}${path}`, {
-    ...init,
-    headers: {
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-      ...(init.body ? { 'content-type': 'application/json' } : {}),
-    },
-  });
-  const text = await response.text();
-  const json = response.headers.get('content-type')?.includes('json') ?? false;
-  return {
-    status: response.status,
-    body: json && text ? (JSON.parse(text) as unknown) : text,
-    headers: response.headers,
-  };
-};
+const call = async (
+  base: string,
+  path: string,
+  key?: string,
+  method = 'GET',
+  body?: unknown,
+): Promise<Answer> => answerOf(await gatewayRequest(base, method, path, key, body));
 
 /** Calls the gateway's PricingService.ListModels with `key`; resolves the call's status. */
-const listModels = (address: string, key: string) => {
-  const definition = loadSync('keel/pricing/v1/pricing.proto', {
-    ...PROTO_LOADER_OPTIONS,
-    includeDirs: [protoRoot()],
-  });
-  const root = loadPackageDefinition(definition) as unknown as {
-    keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
-  };
-  const client = new root.keel.pricing.v1.PricingService(
-    address,
-    credentials.createInsecure(),
-  ) as unknown as {
-    listModels(request: object, metadata: Metadata, callback: (error: ServiceError | null) => void): void;
-    close(): void;
-  };
-  const metadata = new Metadata();
-  metadata.set('authorization', `Bearer ${key}`);
-  return new Promise<{ code: number; metadata?: Metadata }>((resolve) => {
-    client.listModels({}, metadata, (error) => {
-      client.close();
-      resolve(error ? { code: error.code, metadata: error.metadata } : { code: status.OK });
-    });
-  });
+const listModels = async (address: string, key: string) => {
+  const client = pricingClient(address);
+  const failure = await failureOf(client.unary('listModels', key, {}));
+  client.close();
+  return failure ? { code: failure.code, metadata: failure.metadata } : { code: status.OK };
 };
 
 /** Waits for a fresh minute when the current one has too little left for a burst to fit in it. */
@@ -99,15 +66,17 @@ describe('rate limits per key across two gateway processes', () => {
     await inOneWindow(20_000);
     const [a, b] = bases as [string, string];
     // Two of the operator's ten: a tenant and its admin key.
-    const tenant = await call(a, '/v1/tenants', OPERATOR_KEY, {
-      method: 'POST',
-      body: JSON.stringify({ name: 'Acme' }),
-    });
+    const tenant = await call(a, '/v1/tenants', OPERATOR_KEY, 'POST', { name: 'Acme' });
     expect(tenant.status).toBe(201);
-    const issued = await call(b, `/v1/tenants/${(tenant.body as { id: string }).id}/keys`, OPERATOR_KEY, {
-      method: 'POST',
-      body: JSON.stringify({ role: 'admin' }),
-    });
+    const issued = await call(
+      b,
+      `/v1/tenants/${(tenant.body as { id: string }).id}/keys`,
+      OPERATOR_KEY,
+      'POST',
+      {
+        role: 'admin',
+      },
+    );
     expect(issued.status).toBe(201);
     const adminKey = (issued.body as { key: string }).key;
 
