@@ -31,8 +31,9 @@ export const DEFAULT_MAX_QUEUED_DELTAS = 1_000;
  * No gap, no duplicate: the log is the only source of durable events. The reader remembers the
  * last version it yielded and reads strictly after it, one read at a time, so a version is yielded
  * at most once and none is skipped (per-stream versions are dense). Latency: a read runs at once
- * when the conversation's deltas arrive (a turn is running), when this process appends (the dev
- * mode's in-process agent), and otherwise every `pollMs`.
+ * when a delta or context message arrives that follows a version not yielded yet (the agent sends
+ * one after each step it records), when this process appends (the dev mode's in-process agent),
+ * and otherwise every `pollMs`.
  *
  * The delta subscription is opened before the first read, and a delta never precedes the durable
  * events it follows: a delta that names the log version it follows (`version`, set by the agent)
