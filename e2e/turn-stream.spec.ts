@@ -3,7 +3,9 @@
 // played by the fake OpenAI server and the tool by the e2e webhook server. A streamed turn with
 // deltas pauses for approval, is approved from another connection and runs on to turn.completed
 // on the same stream; a retry with the same Idempotency-Key starts no second turn; a client that
-// disconnects mid-turn resumes on a second gateway process with Last-Event-ID, missing nothing.
+// disconnects mid-turn resumes on a second gateway process with Last-Event-ID, missing nothing; a
+// message sent with ifBusy: enqueue stays out of the running turn's model calls (and of GET's
+// messages) until its own turn starts after that one.
 import type { SseFrame } from '@keel/testkit';
 import { fakeReply, lastUserMessageIncludes, openSse } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
