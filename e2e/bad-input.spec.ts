@@ -1,22 +1,14 @@
 // Bad input through the running services: each gets a clear outcome the model (or the caller) can
 // read, and the conversation stays consistent (the turn ends, every tool call has one result).
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import {
-  eventually,
-  fakeReply,
-  freePort,
-  lastUserMessageIncludes,
-  startFakeOpenAI,
-  uniqueName,
-} from '@keel/testkit';
+import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestCaller } from './support/agent-client.js';
-import { agentClient } from './support/agent-client.js';
+import { agentClient, conversationSteps, testCallers, webhookTool } from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
+import type { WebhookServer } from './support/webhook-server.js';
 import { startWebhookServer } from './support/webhook-server.js';
 
-const tenant: TestCaller = { tenantId: uniqueName('bad').slice(0, 40), role: 'admin' };
-const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+const { tenant, editor } = testCallers('bad');
 
 interface View {
   status: string;
@@ -27,32 +19,15 @@ interface View {
 describe('bad input, end to end', () => {
   const env = platformEnv('bad_input');
   let fake: FakeOpenAI;
-  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
+  let webhook: WebhookServer;
   let processes: ProcessHandle[] = [];
   let client: ReturnType<typeof agentClient>;
+  let steps: ReturnType<typeof conversationSteps<View>>;
 
-  const get = async (id: string) =>
-    (
-      await client.call<{ conversation: View }>('getConversation', editor, {
-        request: { conversationId: id },
-      })
-    ).conversation;
-  const turn = async (content: string) => {
-    const { conversation } = await client.call<{ conversation: { id: string } }>(
-      'createConversation',
-      editor,
-      {
-        request: { agentId: 'support' },
-      },
-    );
-    await client.call('submitMessage', editor, { request: { conversationId: conversation.id, content } });
-    return conversation.id;
-  };
+  const get = (id: string) => steps.get(id);
+  const turn = (content: string) => steps.start('support', content);
   const settled = async (id: string, status = 'CONVERSATION_STATUS_IDLE') => {
-    await eventually(async () => expect((await get(id)).status).toBe(status), {
-      timeoutMs: 30_000,
-      intervalMs: 100,
-    });
+    await steps.waitStatus(id, status);
     return get(id);
   };
   const toolResult = (view: View) => view.messages.find((m) => m.role === 'MESSAGE_ROLE_TOOL')?.content ?? '';
@@ -63,25 +38,25 @@ describe('bad input, end to end', () => {
     const port = await freePort();
     processes = await Promise.all([startAgent(env, port, fake.url), startTools(env)]);
     client = agentClient(`127.0.0.1:${port}`);
+    steps = conversationSteps<View>(client, editor);
     webhook.setSecret((await client.call<{ secret: string }>('rotateWebhookSecret', tenant)).secret);
     const schema = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };
     for (const [name, approval] of [
       ['lookup_order', 'never'],
       ['refund', 'always'],
     ] as const) {
-      await client.call('putTool', tenant, {
-        tool: {
+      await client.call(
+        'putTool',
+        tenant,
+        webhookTool({
           name,
           description: name,
-          inputSchemaJson: JSON.stringify(schema),
-          kind: 'webhook',
+          inputSchema: schema,
           url: webhook.url,
           approval,
-          roles: [],
-          phases: [],
           timeoutMs: 500,
-        },
-      });
+        }),
+      );
     }
     await client.call('putAgent', tenant, {
       agent: {

@@ -4,28 +4,16 @@
 // tokens at the cache-read price), an operator's override prices later calls and leaves recorded
 // ones alone, an unknown model and an unreachable pricing service are recorded unpriced with the
 // reason, and the turn runs on either way.
-import type { ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
 import type { RecordedEvent } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import {
-  eventually,
-  fakeReply,
-  freePort,
-  lastUserMessageIncludes,
-  startFakeOpenAI,
-  uniqueName,
-} from '@keel/testkit';
+import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestCaller } from './support/agent-client.js';
-import { agentClient } from './support/agent-client.js';
+import { agentClient, conversationSteps, testCallers } from './support/agent-client.js';
+import { pricingClient } from './support/grpc-client.js';
 import { platformEnv, startAgent, startPricing } from './support/platform.js';
 
-const tenant: TestCaller = { tenantId: uniqueName('e2epricing').slice(0, 40), role: 'admin' };
-const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+const { tenant, editor } = testCallers('e2epricing');
 
 interface Usage {
   model: string;
@@ -37,23 +25,10 @@ interface Usage {
   costReason?: string;
 }
 
-type Unary = (request: object, callback: (error: ServiceError | null, response?: unknown) => void) => void;
-
 /** A SetPrice call on the pricing service, as the gateway's operator route would make it. */
 const setPrice = (address: string, request: object): Promise<unknown> => {
-  const definition = loadSync('keel/pricing/v1/pricing.proto', {
-    ...PROTO_LOADER_OPTIONS,
-    includeDirs: [protoRoot()],
-  });
-  const root = loadPackageDefinition(definition) as unknown as {
-    keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
-  };
-  const client = new root.keel.pricing.v1.PricingService(address, credentials.createInsecure());
-  return new Promise((resolve, reject) =>
-    (client as unknown as Record<string, Unary>)['setPrice']!.call(client, request, (error, response) =>
-      error ? reject(error) : resolve(response),
-    ),
-  ).finally(() => client.close());
+  const client = pricingClient(address);
+  return client.unary('setPrice', undefined, request).finally(() => client.close());
 };
 
 describe('model calls priced by the pricing service (pricing and agent as separate processes)', () => {
@@ -66,26 +41,12 @@ describe('model calls priced by the pricing service (pricing and agent as separa
   let store: MongoEventStore;
 
   const turn = async (agentId: string, content: string) => {
-    const { conversation } = await client.call<{ conversation: { id: string } }>(
-      'createConversation',
-      editor,
-      {
-        request: { agentId },
-      },
-    );
-    await client.call('submitMessage', editor, { request: { conversationId: conversation.id, content } });
-    await eventually(
-      async () => {
-        const view = await client.call<{ conversation: { status: string } }>('getConversation', editor, {
-          request: { conversationId: conversation.id },
-        });
-        expect(view.conversation.status).toBe('CONVERSATION_STATUS_IDLE');
-      },
-      { timeoutMs: 30_000, intervalMs: 100 },
-    );
-    const events: RecordedEvent[] = await store.read(tenant.tenantId, `conversation-${conversation.id}`);
+    const steps = conversationSteps(client, editor);
+    const id = await steps.start(agentId, content);
+    await steps.waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    const events: RecordedEvent[] = await store.read(tenant.tenantId, `conversation-${id}`);
     return {
-      id: conversation.id,
+      id,
       usage: events.filter((e) => e.type === 'UsageRecorded').map((e) => e.data as Usage),
     };
   };

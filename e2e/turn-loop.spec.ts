@@ -3,22 +3,14 @@
 // webhook that counts its effects per Idempotency-Key. Processes are SIGKILLed at the moments that
 // matter; every turn still completes and every tool call's effect happens once.
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import {
-  eventually,
-  fakeReply,
-  freePort,
-  lastUserMessageIncludes,
-  startFakeOpenAI,
-  uniqueName,
-} from '@keel/testkit';
+import { eventually, fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestCaller } from './support/agent-client.js';
-import { agentClient } from './support/agent-client.js';
+import { agentClient, conversationSteps, testCallers, webhookTool } from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
+import type { WebhookServer } from './support/webhook-server.js';
 import { startWebhookServer } from './support/webhook-server.js';
 
-const tenant: TestCaller = { tenantId: uniqueName('e2e').slice(0, 40), role: 'admin' };
-const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+const { tenant, editor } = testCallers('e2e');
 
 interface ConversationView {
   status: string;
@@ -29,33 +21,18 @@ interface ConversationView {
 describe('a turn that survives anything (agent and tools as separate processes)', () => {
   const env = platformEnv('turns', { KEEL_AGENT_ACK_WAIT_MS: '3000', KEEL_TOOLS_ACK_WAIT_MS: '3000' });
   let fake: FakeOpenAI;
-  let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
+  let webhook: WebhookServer;
   let agentPort: number;
   let agent: ProcessHandle;
   let tools: ProcessHandle;
   let client: ReturnType<typeof agentClient>;
+  let steps: ReturnType<typeof conversationSteps<ConversationView>>;
 
   const restartAgent = () => startAgent(env, agentPort, fake.url);
-  const get = async (id: string) =>
-    (
-      await client.call<{ conversation: ConversationView }>('getConversation', editor, {
-        request: { conversationId: id },
-      })
-    ).conversation;
-  const open = async (content: string) => {
-    const { conversation } = await client.call<{ conversation: { id: string } }>(
-      'createConversation',
-      editor,
-      {
-        request: { agentId: 'support' },
-      },
-    );
-    const id = conversation.id;
-    await client.call('submitMessage', editor, { request: { conversationId: id, content } });
-    return id;
-  };
+  const get = (id: string) => steps.get(id);
+  const open = (content: string) => steps.start('support', content);
   const waitStatus = (id: string, status: string, timeoutMs = 30_000) =>
-    eventually(async () => expect((await get(id)).status).toBe(status), { timeoutMs, intervalMs: 100 });
+    steps.waitStatus(id, status, timeoutMs);
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
@@ -63,6 +40,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     agentPort = await freePort();
     [agent, tools] = await Promise.all([restartAgent(), startTools(env)]);
     client = agentClient(`127.0.0.1:${agentPort}`);
+    steps = conversationSteps<ConversationView>(client, editor);
     const { secret } = await client.call<{ secret: string }>('rotateWebhookSecret', tenant);
     webhook.setSecret(secret);
     const schema = {
@@ -74,19 +52,19 @@ describe('a turn that survives anything (agent and tools as separate processes)'
       ['lookup_order', 'never'],
       ['refund', 'always'],
     ] as const) {
-      await client.call('putTool', tenant, {
-        tool: {
+      const description = `${name} of an order`;
+      await client.call(
+        'putTool',
+        tenant,
+        webhookTool({
           name,
-          description: `${name} of an order`,
-          inputSchemaJson: JSON.stringify(schema),
-          kind: 'webhook',
+          description,
+          inputSchema: schema,
           url: webhook.url,
           approval,
-          roles: [],
-          phases: [],
           timeoutMs: 20_000,
-        },
-      });
+        }),
+      );
     }
     await client.call('putAgent', tenant, {
       agent: {

@@ -1,21 +1,12 @@
 // Two agent processes share one durable consumer: both do work, and no step is acted on twice
 // (each conversation's model is called exactly once per step, and each step recorded once).
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
-import {
-  eventually,
-  fakeReply,
-  freePort,
-  lastUserMessageIncludes,
-  startFakeOpenAI,
-  uniqueName,
-} from '@keel/testkit';
+import { eventually, fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestCaller } from './support/agent-client.js';
-import { agentClient } from './support/agent-client.js';
+import { agentClient, conversationSteps, testCallers } from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
 
-const tenant: TestCaller = { tenantId: uniqueName('two').slice(0, 40), role: 'admin' };
-const editor: TestCaller = { ...tenant, role: 'editor', userId: 'ana' };
+const { tenant, editor } = testCallers('two');
 const CONVERSATIONS = 16;
 
 describe('two agent instances', () => {
@@ -60,27 +51,13 @@ describe('two agent instances', () => {
         fakeReply.text(`The answer is ${i * 2}.`, { chunkDelayMs: 30 }),
       );
     }
-    const ids = await Promise.all(
-      Array.from({ length: CONVERSATIONS }, async (_, i) => {
-        const { conversation } = await client.call<{ conversation: { id: string } }>(
-          'createConversation',
-          editor,
-          {
-            request: { agentId: 'support' },
-          },
-        );
-        await client.call('submitMessage', editor, {
-          request: { conversationId: conversation.id, content: `[c${i}] ${i}*2?` },
-        });
-        return conversation.id;
-      }),
+    const { start, get } = conversationSteps<{ messages: Array<{ role: string; content: string }> }>(
+      client,
+      editor,
     );
-    const get = async (id: string) =>
-      (
-        await client.call<{
-          conversation: { status: string; messages: Array<{ role: string; content: string }> };
-        }>('getConversation', editor, { request: { conversationId: id } })
-      ).conversation;
+    const ids = await Promise.all(
+      Array.from({ length: CONVERSATIONS }, (_, i) => start('support', `[c${i}] ${i}*2?`)),
+    );
     await eventually(
       async () => {
         const views = await Promise.all(ids.map(get));

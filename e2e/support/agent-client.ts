@@ -1,11 +1,8 @@
-// A grpc-js client of keel.agent.v1.AgentService for end-to-end tests, promise-based.
-import type { ServiceClientConstructor } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
-
-type Callback = (error: (Error & { code?: number }) | null, response?: unknown) => void;
-type RawClient = Record<string, (request: object, callback: Callback) => void> & { close(): void };
+// A grpc-js client of keel.agent.v1.AgentService for end-to-end tests, promise-based, plus the
+// callers and the conversation steps the agent-level tests share.
+import { eventually, uniqueName } from '@keel/testkit';
+import { expect } from 'vitest';
+import { grpcClient } from './grpc-client.js';
 
 /** The caller identity the gateway would send with each internal call. */
 export interface TestCaller {
@@ -14,38 +11,85 @@ export interface TestCaller {
   userId?: string;
 }
 
+/** A fresh tenant's admin caller (`tenant`) and an editor of it, user `ana` (`editor`). */
+export const testCallers = (prefix: string): { tenant: TestCaller; editor: TestCaller } => {
+  const tenant: TestCaller = { tenantId: uniqueName(prefix).slice(0, 40), role: 'admin' };
+  return { tenant, editor: { ...tenant, role: 'editor', userId: 'ana' } };
+};
+
 /** A promise-based AgentService client; every call takes the caller it acts for. */
 export const agentClient = (address: string) => {
-  const definition = loadSync('keel/agent/v1/agent.proto', {
-    ...PROTO_LOADER_OPTIONS,
-    enums: String,
-    includeDirs: [protoRoot()],
-  });
-  const root = loadPackageDefinition(definition) as unknown as {
-    keel: { agent: { v1: { AgentService: ServiceClientConstructor } } };
-  };
-  const raw = new root.keel.agent.v1.AgentService(
-    address,
-    credentials.createInsecure(),
-  ) as unknown as RawClient;
+  const client = grpcClient(address, 'keel/agent/v1/agent.proto', 'agent.v1.AgentService');
   const call = <T = Record<string, unknown>>(
     method: string,
     caller: TestCaller,
     request: object = {},
-  ): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const context = {
-        tenantId: caller.tenantId,
-        actor: {
-          keyId: `key-${caller.role ?? 'admin'}`,
-          role: caller.role ?? 'admin',
-          userId: caller.userId ?? 'tester',
-        },
-        correlationId: `e2e-${method}-${Date.now()}`,
-      };
-      raw[method]!({ context, ...request }, (error, response) =>
-        error ? reject(error) : resolve(response as T),
-      );
-    });
-  return { call, close: () => raw.close() };
+  ): Promise<T> => {
+    const context = {
+      tenantId: caller.tenantId,
+      actor: {
+        keyId: `key-${caller.role ?? 'admin'}`,
+        role: caller.role ?? 'admin',
+        userId: caller.userId ?? 'tester',
+      },
+      correlationId: `e2e-${method}-${Date.now()}`,
+    };
+    return client.unary<T>(method, undefined, { context, ...request });
+  };
+  return { call, close: client.close };
 };
+
+/** An AgentService client. */
+export type AgentClient = ReturnType<typeof agentClient>;
+
+/**
+ * The conversation steps of agent-level tests, as `caller`: `start` opens a conversation with an
+ * agent and submits a message (its id), `get` reads its view, `waitStatus` waits for a status.
+ */
+export const conversationSteps = <View = Record<string, unknown>>(
+  client: AgentClient,
+  caller: TestCaller,
+) => {
+  const start = async (agentId: string, content: string): Promise<string> => {
+    const { conversation } = await client.call<{ conversation: { id: string } }>(
+      'createConversation',
+      caller,
+      {
+        request: { agentId },
+      },
+    );
+    await client.call('submitMessage', caller, { request: { conversationId: conversation.id, content } });
+    return conversation.id;
+  };
+  const get = async (id: string): Promise<View & { status: string }> =>
+    (
+      await client.call<{ conversation: View & { status: string } }>('getConversation', caller, {
+        request: { conversationId: id },
+      })
+    ).conversation;
+  const waitStatus = (id: string, status: string, timeoutMs = 30_000) =>
+    eventually(async () => expect((await get(id)).status).toBe(status), { timeoutMs, intervalMs: 100 });
+  return { start, get, waitStatus };
+};
+
+/** A webhook tool as AgentService.PutTool takes it, with no role or phase limits. */
+export const webhookTool = (tool: {
+  name: string;
+  description: string;
+  inputSchema: object;
+  url: string;
+  approval: 'never' | 'always';
+  timeoutMs: number;
+}) => ({
+  tool: {
+    name: tool.name,
+    description: tool.description,
+    inputSchemaJson: JSON.stringify(tool.inputSchema),
+    kind: 'webhook',
+    url: tool.url,
+    approval: tool.approval,
+    roles: [],
+    phases: [],
+    timeoutMs: tool.timeoutMs,
+  },
+});
