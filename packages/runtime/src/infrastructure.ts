@@ -1,4 +1,12 @@
-import type { CheckpointStore, DeadLetterStore, EventBus, EventStore, Inbox, LeaseStore } from '@keel/core';
+import type {
+  CheckpointStore,
+  DeadLetterStore,
+  EventBus,
+  EventStore,
+  Inbox,
+  LeaseStore,
+  RelayWakeups,
+} from '@keel/core';
 import type { IdempotencyStore } from '@keel/core';
 import {
   InMemoryCheckpointStore,
@@ -72,17 +80,23 @@ const connectStorage = async (config: KeelConfig): Promise<Storage> => {
   };
 };
 
-const connectBus = async (config: KeelConfig, storage: Storage, logger: KeelLogger): Promise<EventBus> => {
+/** The bus, and on NATS the wake-up notices between the relays of the processes sharing the log. */
+const connectBus = async (
+  config: KeelConfig,
+  storage: Storage,
+  logger: KeelLogger,
+): Promise<{ bus: EventBus; wakeups?: RelayWakeups }> => {
   const busLogger = logger.child({ component: 'bus' });
   if (config.natsUrl === undefined) {
-    return new InMemoryEventBus({
+    const bus = new InMemoryEventBus({
       inbox: storage.inbox,
       deadLetters: storage.deadLetters,
       logger: busLogger,
     });
+    return { bus };
   }
   const { NatsEventBus } = await import('@keel/core/nats');
-  return NatsEventBus.connect({
+  const bus = await NatsEventBus.connect({
     servers: config.natsUrl.split(',').map((server) => server.trim()),
     streamName: config.natsStream,
     subjectPrefix: config.subjectPrefix,
@@ -91,7 +105,11 @@ const connectBus = async (config: KeelConfig, storage: Storage, logger: KeelLogg
     connectionName: `keel-${config.service}-${process.pid}`,
     logger: busLogger,
   });
+  return { bus, wakeups: bus.relayWakeups(RELAY_NAME) };
 };
+
+/** The outbox relay's checkpoint and lease name (one relay per log). */
+const RELAY_NAME = 'outbox';
 
 /**
  * Connects the store (MongoDB when `MONGODB_URL` is set, else in memory) and the bus (NATS
@@ -108,8 +126,9 @@ export async function createInfrastructure(
   };
   const storage = await connectStorage(config);
   let rawBus: EventBus;
+  let wakeups: RelayWakeups | undefined;
   try {
-    rawBus = await connectBus(config, storage, logger);
+    ({ bus: rawBus, wakeups } = await connectBus(config, storage, logger));
   } catch (error) {
     await storage.store.close().catch(() => undefined);
     throw error;
@@ -121,7 +140,9 @@ export async function createInfrastructure(
     bus: rawBus,
     checkpoints,
     leases,
+    name: RELAY_NAME,
     leaseTtlMs: config.outboxLeaseMs,
+    ...(wakeups ? { wakeups } : {}),
     logger: logger.child({ component: 'outbox' }),
   });
   // Tools that only look (the operator CLI) do not run a relay candidate.

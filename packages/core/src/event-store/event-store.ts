@@ -79,6 +79,16 @@ export const COMMIT_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
 export interface SequenceOptions {
   /** Look for other processes' commits now, even if this store would wait a while to (flushes). */
   discover?: boolean;
+  /**
+   * Place only the commits appended through this instance, never looking for other processes'
+   * (a relay that does not hold the lease places its own so the holder can publish them at once).
+   */
+  ownOnly?: boolean;
+  /**
+   * Called once this round's commits are placed in the log, before the round ends (an adapter may
+   * still be writing what only some reads need): lets a relay wake the publishing one sooner.
+   */
+  onPlaced?: () => void;
 }
 
 /** The event log port: every adapter (in-memory, MongoDB) passes the same contract suite. */

@@ -252,7 +252,8 @@ export class MongoEventStore implements EventStore {
     if (options.scope === 'all-tenants') {
       const recent = this.sequencer.recentEvents(after, limit);
       if (recent) return recent;
-      if (await this.sequencer.nothingAfter(after)) return { events: [], lastPosition: after };
+      const paged = await this.sequencer.pageEvents(after, limit);
+      if (paged) return paged;
     }
     const filter = options.scope === 'all-tenants' ? {} : { t: options.scope.tenantId };
     // A commit's first event may be at or before `after` only if the page started mid-commit:
@@ -273,7 +274,7 @@ export class MongoEventStore implements EventStore {
   }
 
   sequence(options: SequenceOptions = {}): Promise<number> {
-    return this.sequencer.run(options.discover ?? false);
+    return this.sequencer.run(options.discover ?? false, options.ownOnly ?? false, options.onPlaced);
   }
 
   waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void> {

@@ -62,13 +62,33 @@ export class MongoSequencer {
   }
 
   /**
-   * True when the log certainly has nothing after `after`: it is the end of the last page this
-   * sequencer knows, and no page starts right after it (one `_id` probe). Positions exist only in
-   * pages, and a commit's marker only after its page, so a reader there has nothing to read.
+   * The events of the pages from `after + 1` on, read by `_id` (each page, then its commits): how
+   * the relay reads pages another process placed without a scan. An empty page when `after` is
+   * the end of the last page this sequencer knows and no page follows it (positions exist only in
+   * pages, so there is nothing to read). Undefined when neither holds (`after` inside a page, or
+   * a page whose commit is not found): the caller then queries.
    */
-  async nothingAfter(after: number): Promise<boolean> {
-    if (!this.last || this.last.end !== after) return false;
-    return (await this.pages.findOne({ _id: pageKey(after + 1) }, { projection: { _id: 1 } })) === null;
+  async pageEvents(
+    after: number,
+    limit: number,
+  ): Promise<{ events: RecordedEvent[]; lastPosition: number } | undefined> {
+    let page: LogPageDocument | null = await this.pages.findOne({ _id: pageKey(after + 1) });
+    if (!page) return this.last?.end === after ? { events: [], lastPosition: after } : undefined;
+    const events: RecordedEvent[] = [];
+    let lastPosition = after;
+    while (page) {
+      const placed: LogPageDocument['commits'] = page.commits;
+      // The next page is probed while this one's commits are read.
+      const [docs, next]: [Array<CommitDocument | null>, LogPageDocument | null] = await Promise.all([
+        Promise.all(placed.map((c) => this.commits.findOne({ _id: c.id }))),
+        this.pages.findOne({ _id: pageKey(page.end + 1) }),
+      ]);
+      if (docs.some((d) => d === null)) break;
+      docs.forEach((d, i) => events.push(...toRecordedEvents({ ...d!, g: placed[i]!.g })));
+      lastPosition = page.end;
+      page = events.length < limit ? next : null;
+    }
+    return lastPosition === after ? undefined : { events, lastPosition };
   }
 
   /** Tells the sequencer of a commit this process just wrote, so it need not query for it. */
@@ -77,10 +97,20 @@ export class MongoSequencer {
   }
 
   /** One round: returns how many commits were placed (0 when none, or when another sequencer won). */
-  async run(forceDiscovery = false): Promise<number> {
+  async run(forceDiscovery = false, ownOnly = false, onPlaced?: () => void): Promise<number> {
+    if (ownOnly && this.hints.size === 0) return 0;
+    const discover = this.discoverNow(forceDiscovery, ownOnly);
+    const known = this.last;
+    // The hinted commits' flags are read while the last page is probed. They are exact when the
+    // probe finds no page after `known` (marked): a commit seen unplaced that another sequencer
+    // places after the probe lands at `known.end + 1` at the earliest, where this round's page
+    // then collides. When the probe finds a new page they are read again after its marking.
+    const early =
+      !discover && known !== undefined && known._id === this.markedPage ? this.stillUnplaced() : undefined;
+    early?.catch(() => undefined);
     const last = await this.lastPage();
     if (last && last._id !== this.markedPage) await this.mark(last);
-    const candidates = await this.candidates(forceDiscovery);
+    const candidates = early !== undefined && last === known ? await early : await this.candidates(discover);
     const ready = await this.withPredecessorsPlaced(candidates);
     if (ready.length === 0) return 0;
 
@@ -105,6 +135,8 @@ export class MongoSequencer {
       throw error;
     }
     this.last = page;
+    // The page can be read by `_id` now (the relay's page walk); tenant-scoped reads wait for the markers.
+    onPlaced?.();
     await this.mark(page);
     for (const c of ready) {
       this.hints.delete(c._id);
@@ -158,28 +190,36 @@ export class MongoSequencer {
   }
 
   /** Commits to place: this process's own, plus (now and then, or when it has none) everyone's. */
-  private async candidates(force: boolean): Promise<CommitDocument[]> {
-    const now = Date.now();
-    const since = now - this.lastDiscovery;
-    const discover =
-      force || since >= this.discoveryIntervalMs || (this.hints.size === 0 && since >= this.idleDiscoveryMs);
-    if (!discover && this.hints.size === 0) return [];
-    if (!discover) {
-      // Every page up to the last is marked by now, so a hinted commit still flagged `q: 1` is in
-      // no page: checking the flag by `_id` (a point lookup) is exact, where the hint alone is not
-      // (another sequencer may have placed it before this one learned the log's last page).
-      const hinted = [...this.hints.values()].slice(0, this.batchSize);
-      const flags = await Promise.all(
-        hinted.map((c) => this.commits.findOne({ _id: c._id }, { projection: { q: 1 } })),
-      );
-      return hinted.filter((c, i) => {
-        if (flags[i]?.q === 1) return true;
-        this.hints.delete(c._id);
-        return false;
-      });
-    }
-    this.lastDiscovery = now;
+  private async candidates(discover: boolean): Promise<CommitDocument[]> {
+    if (!discover) return this.stillUnplaced();
+    this.lastDiscovery = Date.now();
     return this.commits.find({ q: 1 }).sort({ at: 1 }).limit(this.batchSize).toArray();
+  }
+
+  /** Whether this round looks for other processes' commits (see SequencerOptions). */
+  private discoverNow(force: boolean, ownOnly: boolean): boolean {
+    if (ownOnly) return false;
+    const since = Date.now() - this.lastDiscovery;
+    return (
+      force || since >= this.discoveryIntervalMs || (this.hints.size === 0 && since >= this.idleDiscoveryMs)
+    );
+  }
+
+  /** The hinted commits still unplaced (flag read by `_id`); drops the hints of placed ones. */
+  private async stillUnplaced(): Promise<CommitDocument[]> {
+    if (this.hints.size === 0) return [];
+    // Every page up to the last is marked by now, so a hinted commit still flagged `q: 1` is in
+    // no page: checking the flag by `_id` (a point lookup) is exact, where the hint alone is not
+    // (another sequencer may have placed it before this one learned the log's last page).
+    const hinted = [...this.hints.values()].slice(0, this.batchSize);
+    const flags = await Promise.all(
+      hinted.map((c) => this.commits.findOne({ _id: c._id }, { projection: { q: 1 } })),
+    );
+    return hinted.filter((c, i) => {
+      if (flags[i]?.q === 1) return true;
+      this.hints.delete(c._id);
+      return false;
+    });
   }
 
   /** Writes each commit's position marker, in position order (idempotent: the page decides them). */

@@ -23,11 +23,13 @@ import {
 } from '../errors/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import type { EphemeralChannel } from '../bus/ephemeral.js';
+import type { RelayWakeups } from '../outbox/ports.js';
 import { NatsEphemeralChannel } from './nats-ephemeral.js';
+import { NatsRelayWakeups } from './nats-relay-wakeups.js';
 import { declareConsumer, declareStream } from './jetstream-setup.js';
 import { NatsConsumer } from './nats-consumer.js';
 import { KeelHeaders } from './nats-headers.js';
-import { DEFAULT_SUBJECT_PREFIX, checkSubjectPrefix, eventSubject } from './subjects.js';
+import { DEFAULT_SUBJECT_PREFIX, checkSubjectPrefix, encodeSubjectToken, eventSubject } from './subjects.js';
 
 /** How to reach NATS and where the events live. */
 export interface NatsEventBusOptions {
@@ -71,6 +73,18 @@ export class NatsEventBus implements EventBus {
 
   /** Core NATS subjects under `<subjectPrefix>_live`, outside the stream's `<subjectPrefix>.>`. */
   readonly ephemeral: EphemeralChannel;
+
+  /**
+   * Wake-up notices for the outbox relays named `name` of every process on this NATS and prefix,
+   * on the core subject `<subjectPrefix>_relay.<name>` (outside the stream, like the ephemeral one).
+   */
+  relayWakeups(name: string): RelayWakeups {
+    return new NatsRelayWakeups(
+      this.nc,
+      `${this.subjectPrefix}_relay.${encodeSubjectToken(name)}`,
+      this.logger,
+    );
+  }
 
   /** Connects and declares the stream (create or update), so it is ready to publish and consume. */
   static async connect(options: NatsEventBusOptions): Promise<NatsEventBus> {

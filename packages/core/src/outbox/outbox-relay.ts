@@ -1,7 +1,7 @@
 import type { EventBus } from '../bus/index.js';
 import type { EventStore } from '../event-store/index.js';
 import { uuidv7 } from '../typing/index.js';
-import type { CheckpointStore, LeaseStore } from './ports.js';
+import type { CheckpointStore, LeaseStore, RelayWakeups } from './ports.js';
 
 /** Minimal logger shape, so the core stays free of a logging library. */
 export interface RelayLogger {
@@ -28,6 +28,12 @@ export interface OutboxRelayOptions {
    * Default 100 ms.
    */
   checkpointEveryMs?: number;
+  /**
+   * Notices between the processes sharing the log. With them a relay that does not hold the lease
+   * places its own process's appends in the global log at once and wakes the holder, which
+   * publishes them right away (without them the holder finds them at its next idle poll).
+   */
+  wakeups?: RelayWakeups;
   logger?: RelayLogger;
 }
 
@@ -60,6 +66,10 @@ export class OutboxRelay {
   private position: number | undefined;
   private savedPosition = 0;
   private savedAt = 0;
+  /** Wake-up notices heard, and the waiting relay's way to end its wait early. */
+  private wakes = 0;
+  private endWait: (() => void) | undefined;
+  private stopListening: (() => void) | undefined;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.name = options.name ?? 'outbox';
@@ -71,12 +81,18 @@ export class OutboxRelay {
 
   /** Starts the relay loop in the background. */
   start(): void {
-    this.running ??= this.loop();
+    if (this.running) return;
+    this.stopListening = this.options.wakeups?.listen(() => {
+      this.wakes++;
+      this.endWait?.();
+    });
+    this.running = this.loop();
   }
 
   /** Stops the loop after its current round, publishes what is still pending, releases the lease. */
   async stop(): Promise<void> {
     this.abort.abort();
+    this.stopListening?.();
     await this.running;
     if (this.stats.holdsLease) {
       await this.drain().catch((error: unknown) =>
@@ -93,10 +109,14 @@ export class OutboxRelay {
     await this.saveCheckpoint(true);
   }
 
-  /** One round: sequence, read a page after the checkpoint, publish it, save the checkpoint. */
-  async round(discover = false): Promise<number> {
+  /**
+   * One round: sequence, read a page after the checkpoint, publish it, save the checkpoint. A
+   * round woken by another process's notice places only this process's commits (that process
+   * placed its own), so no query for others' commits delays the publish.
+   */
+  async round(discover = false, woken = false): Promise<number> {
     const { store, bus, checkpoints } = this.options;
-    const placed = await store.sequence({ discover });
+    const placed = await store.sequence(woken ? { ownOnly: true } : { discover });
     if (this.position === undefined) {
       this.position = await checkpoints.load(this.name);
       this.savedPosition = this.position;
@@ -121,17 +141,20 @@ export class OutboxRelay {
 
   private async loop(): Promise<void> {
     const signal = this.abort.signal;
+    let woken = false;
     while (!signal.aborted) {
       try {
+        const seen = this.options.store.appendCount;
+        const wakes = this.wakes;
         if (!(await this.holdLease())) {
-          await sleep(this.leaseTtlMs / 4, signal);
+          await this.standBy(seen);
           continue;
         }
-        const seen = this.options.store.appendCount;
-        if ((await this.round()) === 0) {
+        if ((await this.round(false, woken)) === 0) {
           await this.saveCheckpoint(true); // never sit idle on an unsaved position
-          await this.options.store.waitForAppend(this.idleMs, signal, seen);
+          await this.idle(seen, wakes);
         }
+        woken = this.wakes !== wakes;
         delete this.stats.lastError;
       } catch (error) {
         this.stats.lastError = error instanceof Error ? error.message : String(error);
@@ -141,9 +164,38 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * Without the lease: with wake-ups, places this process's own appends (fenced like any
+   * sequencer's) and wakes the holder, then waits for the next append or the next lease check;
+   * without them, just waits for the next lease check.
+   */
+  private async standBy(seen: number): Promise<void> {
+    const { store, wakeups } = this.options;
+    const wait = Math.max(0, this.leaseCheckedAt + this.leaseTtlMs / 4 - Date.now());
+    if (!wakeups) return sleep(wait, this.abort.signal);
+    await store.sequence({ ownOnly: true, onPlaced: () => wakeups.notify() });
+    await store.waitForAppend(wait, this.abort.signal, seen);
+  }
+
+  /** Holding the lease with nothing to do: waits for an append here, a wake-up notice, or `idleMs`. */
+  private async idle(seen: number, wakes: number): Promise<void> {
+    if (this.wakes !== wakes) return;
+    const ended = new AbortController();
+    const stop = (): void => ended.abort();
+    this.abort.signal.addEventListener('abort', stop);
+    this.endWait = stop;
+    try {
+      await this.options.store.waitForAppend(this.idleMs, ended.signal, seen);
+    } finally {
+      this.endWait = undefined;
+      this.abort.signal.removeEventListener('abort', stop);
+    }
+  }
+
   private async holdLease(): Promise<boolean> {
     const now = Date.now();
-    if (this.stats.holdsLease && now - this.leaseCheckedAt < this.leaseTtlMs / 4) return true;
+    // Checked at most every quarter window, held or not (a process without it places its own appends).
+    if (now - this.leaseCheckedAt < this.leaseTtlMs / 4) return this.stats.holdsLease;
     const held = await this.options.leases.tryAcquire(this.name, this.owner, this.leaseTtlMs);
     if (held !== this.stats.holdsLease) {
       this.options.logger?.info(

@@ -41,3 +41,15 @@ export class InMemoryLeaseStore implements LeaseStore {
     if (this.leases.get(name)?.owner === owner) this.leases.delete(name);
   }
 }
+
+/**
+ * How the processes sharing a log tell the relay that holds the lease that they placed new events
+ * in the global log, so it publishes them at once instead of at its next idle poll. Best effort:
+ * a lost notice only delays publishing until that poll.
+ */
+export interface RelayWakeups {
+  /** Tells every listening relay (of every process) that this process placed events. */
+  notify(): void;
+  /** Calls `onWake` on every notice from any process; returns the function that stops listening. */
+  listen(onWake: () => void): () => void;
+}

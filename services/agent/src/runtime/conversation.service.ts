@@ -1,5 +1,5 @@
-import type { EventBus, EventStore } from '@keel/core';
-import { CommandHandler, NotFoundError, streamName, uuidv7 } from '@keel/core';
+import type { EventBus, EventStore, CommandHandler } from '@keel/core';
+import { NotFoundError, streamName, uuidv7 } from '@keel/core';
 import type { AgentDefinition, ConversationEvent, EventError } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
@@ -7,6 +7,7 @@ import type { ConversationIndex, ConversationPage } from '../conversation-index/
 import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
 import { conversationDecider } from '../conversation/conversation.decider.js';
 import type { Conversation } from '../conversation/conversation.state.js';
+import { CachingCommandHandler } from './caching-command-handler.js';
 import type { CallContext } from './context.js';
 import { eventMetadata } from './context.js';
 import type { TenantConfigService } from './tenant-config.service.js';
@@ -64,7 +65,8 @@ export class ConversationService {
     private readonly options: ConversationServiceOptions = {},
   ) {
     this.clock = options.clock ?? (() => new Date().toISOString());
-    this.handler = new CommandHandler(store, conversationDecider, {
+    // Remembers the conversations this process works on: a load reads only the newer events.
+    this.handler = new CachingCommandHandler(store, conversationDecider, {
       snapshot: { name: 'conversation-v2', every: SNAPSHOT_EVERY },
     });
   }

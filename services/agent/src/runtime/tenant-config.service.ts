@@ -1,9 +1,10 @@
-import type { EventStore } from '@keel/core';
-import { CommandHandler, streamName } from '@keel/core';
+import type { EventStore, CommandHandler } from '@keel/core';
+import { streamName } from '@keel/core';
 import type { TenantConfigEvent } from '@keel/events';
 import { TENANT_CONFIG_CATEGORY } from '@keel/events';
 import type { TenantConfig, TenantConfigCommand } from '../tenant-config/tenant-config.decider.js';
 import { tenantConfigDecider } from '../tenant-config/tenant-config.decider.js';
+import { CachingCommandHandler } from './caching-command-handler.js';
 import type { CallContext } from './context.js';
 import { eventMetadata } from './context.js';
 
@@ -12,7 +13,8 @@ export class TenantConfigService {
   private readonly handler: CommandHandler<TenantConfig, TenantConfigCommand, TenantConfigEvent>;
 
   constructor(store: EventStore) {
-    this.handler = new CommandHandler(store, tenantConfigDecider, {
+    // Remembers the tenants' configurations: a load reads only the newer events.
+    this.handler = new CachingCommandHandler(store, tenantConfigDecider, {
       snapshot: { name: 'tenant-config-v1', every: 20 },
     });
   }

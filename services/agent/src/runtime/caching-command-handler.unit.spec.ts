@@ -1,0 +1,81 @@
+import type { Decider, EventData, EventStore, ReadStreamOptions } from '@keel/core';
+import { CommandHandler, InMemoryEventStore } from '@keel/core';
+import { describe, expect, it } from 'vitest';
+import { CachingCommandHandler } from './caching-command-handler.js';
+
+interface Tally {
+  total: number;
+  items: number[];
+}
+type Added = EventData<'Added', { n: number }>;
+const tally: Decider<Tally, { add: number }, Added> = {
+  initialState: () => ({ total: 0, items: [] }),
+  decide: (command) => [{ type: 'Added', data: { n: command.add } }],
+  evolve: (state, event) => ({ total: state.total + event.data.n, items: [...state.items, event.data.n] }),
+};
+
+/** The store, counting the events each read returns and where it started. */
+const countingStore = () => {
+  const store = new InMemoryEventStore();
+  const reads: Array<{ from: number; events: number }> = [];
+  const read = store.read.bind(store);
+  store.read = async (tenantId: string, streamName: string, options?: ReadStreamOptions) => {
+    const events = await read(tenantId, streamName, options);
+    reads.push({ from: options?.fromVersion ?? 1, events: events.length });
+    return events;
+  };
+  return { store: store as EventStore, reads };
+};
+
+describe('CachingCommandHandler', () => {
+  it('reads only the events after the state it remembers, and answers as the plain handler does', async () => {
+    const { store, reads } = countingStore();
+    const cached = new CachingCommandHandler(store, tally);
+    for (let n = 1; n <= 5; n++) await cached.handle('acme', 'tally-1', { add: n });
+    reads.length = 0;
+    const loaded = await cached.load('acme', 'tally-1');
+    expect(reads).toEqual([{ from: 6, events: 0 }]);
+    expect(loaded.state).toEqual({ total: 15, items: [1, 2, 3, 4, 5] });
+    expect(loaded.version).toBe(5);
+    expect((await new CommandHandler(store, tally).load('acme', 'tally-1')).state).toEqual(loaded.state);
+  });
+
+  it("sees another writer's events (another process) and decides on top of them", async () => {
+    const { store } = countingStore();
+    const mine = new CachingCommandHandler(store, tally);
+    const theirs = new CommandHandler(store, tally);
+    await mine.handle('acme', 'tally-1', { add: 1 });
+    await theirs.handle('acme', 'tally-1', { add: 10 });
+    await theirs.handle('acme', 'tally-1', { add: 100 });
+    expect((await mine.load('acme', 'tally-1')).state.total).toBe(111);
+    const handled = await mine.handle('acme', 'tally-1', { add: 1000 });
+    expect(handled.version).toBe(4);
+    expect((await theirs.load('acme', 'tally-1')).state).toEqual({ total: 1111, items: [1, 10, 100, 1000] });
+  });
+
+  it('hands out copies: a caller changing its state changes no later load', async () => {
+    const { store } = countingStore();
+    const cached = new CachingCommandHandler(store, tally);
+    const handled = await cached.handle('acme', 'tally-1', { add: 2 });
+    handled.state.items.push(99);
+    const loaded = await cached.load('acme', 'tally-1');
+    loaded.state.items.push(98);
+    expect((await cached.load('acme', 'tally-1')).state).toEqual({ total: 2, items: [2] });
+  });
+
+  it('keeps taking snapshots every `every` events, as the plain handler does', async () => {
+    const { store } = countingStore();
+    const cached = new CachingCommandHandler(store, tally, { snapshot: { name: 'tally', every: 3 } });
+    for (let n = 1; n <= 7; n++) await cached.handle('acme', 'tally-1', { add: n });
+    expect((await store.snapshots.load('acme', 'tally-1', 'tally'))?.version).toBe(6);
+  });
+
+  it('forgets the least recently used streams beyond its capacity, and still answers for them', async () => {
+    const { store, reads } = countingStore();
+    const cached = new CachingCommandHandler(store, tally, {}, 2);
+    for (const id of ['a', 'b', 'c']) await cached.handle('acme', `tally-${id}`, { add: 1 });
+    reads.length = 0;
+    expect((await cached.load('acme', 'tally-a')).state.total).toBe(1);
+    expect(reads).toEqual([{ from: 1, events: 1 }]);
+  });
+});
