@@ -37,6 +37,15 @@ export const startPricing = (env: Record<string, string>, port: number, name = '
     readyLine: /"msg":"ready"/,
   });
 
+/** Starts an audit service process serving gRPC on `port` (the gateway's AUDIT_GRPC_URL). */
+export const startAudit = (env: Record<string, string>, port: number, name = 'audit') =>
+  startProcess({
+    name,
+    entry: 'services/audit/src/main.ts',
+    env: { ...env, GRPC_PORT: String(port) },
+    readyLine: /"msg":"ready"/,
+  });
+
 /** Starts a tools service process. */
 export const startTools = async (env: Record<string, string>): Promise<ProcessHandle> =>
   startProcess({

@@ -2,7 +2,7 @@
 // application and gRPC port, sharing one store and one bus (in memory unless MONGODB_URL /
 // NATS_URL are set). Services still meet only through gRPC and events, as when run apart.
 import { AGENT_GRPC_SERVICES, AgentModule } from '@keel/agent/module';
-import { AuditModule } from '@keel/audit/module';
+import { AUDIT_GRPC_SERVICES, AuditModule } from '@keel/audit/module';
 import { PRICING_GRPC_SERVICES, PricingModule } from '@keel/pricing/module';
 import type { BootstrapOptions, RunningService, ServiceName } from '@keel/runtime';
 import {
@@ -28,7 +28,7 @@ const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 
   },
   { service: 'agent', module: AgentModule, grpcServices: AGENT_GRPC_SERVICES },
   { service: 'tools', module: ToolsModule },
-  { service: 'audit', module: AuditModule },
+  { service: 'audit', module: AuditModule, grpcServices: AUDIT_GRPC_SERVICES },
   { service: 'pricing', module: PricingModule, grpcServices: PRICING_GRPC_SERVICES },
 ];
 

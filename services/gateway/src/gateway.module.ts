@@ -3,6 +3,7 @@ import { KEEL_CONFIG, KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js';
+import { AuditController } from './audit/audit.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { Authenticator } from './auth/authenticator.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
@@ -24,6 +25,9 @@ import { TurnStreamService } from './stream/turn-stream.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
 import { TenantRegistryService } from './tenants/tenant-registry.service.js';
 import { TenantsController } from './tenants/tenants.controller.js';
+import { AuditServiceClient, auditAddressFromEnv } from './usage/audit-service.client.js';
+import { UsageController } from './usage/usage.controller.js';
+import { UsageGrpcController } from './usage/usage.grpc.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
@@ -33,9 +37,12 @@ import { TenantsController } from './tenants/tenants.controller.js';
     ConfigController,
     ConversationsController,
     EventsFeedController,
+    UsageController,
+    AuditController,
     // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
     ConversationsGrpcController,
     PricingGrpcController,
+    UsageGrpcController,
   ],
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
@@ -65,6 +72,7 @@ import { TenantsController } from './tenants/tenants.controller.js';
     TenantDirectory,
     TenantRegistryService,
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
+    { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
     EventsFeedService,
     TurnStreamService,
