@@ -6,6 +6,7 @@
 // reason, and the turn runs on either way.
 import type { RecordedEvent } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
+import type { ModelUsage } from '@keel/events';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,15 +16,8 @@ import { platformEnv, startAgent, startPricing } from './support/platform.js';
 
 const { tenant, editor } = testCallers('e2epricing');
 
-interface Usage {
-  model: string;
-  promptTokens: number;
-  completionTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  costUsd: number | null;
-  costReason?: string;
-}
+/** A model call's usage as UsageRecorded carries it. */
+type Usage = ModelUsage;
 
 /** A SetPrice call on the pricing service, as the gateway's operator route would make it. */
 const setPrice = (address: string, request: object): Promise<unknown> => {

@@ -31,6 +31,23 @@ export interface GatewayAddress {
   grpcAddress: string;
 }
 
+/**
+ * The durable events, in order, of a turn whose model asks for one tool call that needs approval
+ * and, once it is approved and run, answers (as the `support` agent's refund turns do).
+ */
+export const APPROVED_TOOL_TURN: readonly string[] = [
+  'turn.started',
+  'message.completed',
+  'usage',
+  'tool.call',
+  'approval.required',
+  'approval.decided',
+  'tool.result',
+  'message.completed',
+  'usage',
+  'turn.completed',
+];
+
 /** A role a tenant key is issued with. */
 export type KeyRole = 'admin' | 'editor' | 'viewer';
 
