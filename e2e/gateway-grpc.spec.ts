@@ -6,12 +6,12 @@
 // with the typed statuses API.md and the proto promise.
 import { status } from '@grpc/grpc-js';
 import type { FakeOpenAI } from '@keel/testkit';
-import { eventually, fakeReply, openSse } from '@keel/testkit';
+import { eventually, fakeReply } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { APPROVED_TOOL_TURN, startGatewayPlatform } from './support/gateway-platform.js';
 import { codeOf, conversationsClient, pricingClient, sendStatus } from './support/grpc-client.js';
-import { jsonOf } from './support/http.js';
+import { jsonOf, openTurnStream } from './support/http.js';
 
 /** One frame as a client sees it: id, event name, data (from SSE, or rebuilt from a TurnEvent). */
 interface Frame {
@@ -119,14 +119,8 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     // Over HTTP: stream, approve from another connection when asked, read on to the end.
     scriptTurn();
     const sseConversation = await createConversation();
-    const stream = await openSse(`${platform.base}/v1/conversations/${sseConversation}/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${keys.editor}`,
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-      },
-      body: JSON.stringify({ content: 'Please refund order o-1' }),
+    const stream = await openTurnStream(platform.base, keys.editor, sseConversation, {
+      content: 'Please refund order o-1',
     });
     expect(stream.response.status).toBe(200);
     const asked = (await stream.until((frame) => frame.event === 'approval.required')).at(-1)!;

@@ -1,5 +1,8 @@
 // HTTP calls on a gateway for end-to-end tests, as a tenant's backend makes them: a bearer key, a
-// JSON body when there is one, any other headers; and the answer read once, as text and JSON.
+// JSON body when there is one, any other headers; the answer read once, as text and JSON; and a
+// message sent as a turn stream, read as SSE.
+import type { SseStream } from '@keel/testkit';
+import { openSse } from '@keel/testkit';
 
 /** Sends `method path` to the gateway at `base` with `key` as bearer (none when undefined) and `body` as JSON. */
 export const gatewayRequest = (
@@ -48,3 +51,22 @@ export const answerOf = async (response: Response): Promise<Answer> => {
     body: json ? (JSON.parse(text) as unknown) : text === '' ? undefined : text,
   };
 };
+
+/** Sends a message (`body`) with `Accept: text/event-stream` on the gateway at `base` and reads the turn stream. */
+export const openTurnStream = (
+  base: string,
+  key: string,
+  conversationId: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<SseStream> =>
+  openSse(`${base}/v1/conversations/${conversationId}/messages`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });

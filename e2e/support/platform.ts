@@ -19,41 +19,36 @@ export const platformEnv = (name: string, extra: Record<string, string> = {}): R
   ...extra,
 });
 
-/** Starts an agent process serving gRPC on `port`, its OpenAI client pointed at `openaiUrl`. */
-export const startAgent = (env: Record<string, string>, port: number, openaiUrl: string, name = 'agent') =>
+/** Starts `services/<service>/src/main.ts` serving gRPC on `port`; resolves once it logs ready. */
+const startService = (
+  service: string,
+  env: Record<string, string>,
+  port: number,
+  name: string,
+  extra: Record<string, string> = {},
+): Promise<ProcessHandle> =>
   startProcess({
     name,
-    entry: 'services/agent/src/main.ts',
-    env: { ...env, GRPC_PORT: String(port), OPENAI_BASE_URL: openaiUrl },
+    entry: `services/${service}/src/main.ts`,
+    env: { ...env, GRPC_PORT: String(port), ...extra },
     readyLine: /"msg":"ready"/,
   });
+
+/** Starts an agent process serving gRPC on `port`, its OpenAI client pointed at `openaiUrl`. */
+export const startAgent = (env: Record<string, string>, port: number, openaiUrl: string, name = 'agent') =>
+  startService('agent', env, port, name, { OPENAI_BASE_URL: openaiUrl });
 
 /** Starts a pricing service process serving gRPC on `port` (agents find it through PRICING_GRPC_URL). */
 export const startPricing = (env: Record<string, string>, port: number, name = 'pricing') =>
-  startProcess({
-    name,
-    entry: 'services/pricing/src/main.ts',
-    env: { ...env, GRPC_PORT: String(port) },
-    readyLine: /"msg":"ready"/,
-  });
+  startService('pricing', env, port, name);
 
 /** Starts an audit service process serving gRPC on `port` (the gateway's AUDIT_GRPC_URL). */
 export const startAudit = (env: Record<string, string>, port: number, name = 'audit') =>
-  startProcess({
-    name,
-    entry: 'services/audit/src/main.ts',
-    env: { ...env, GRPC_PORT: String(port) },
-    readyLine: /"msg":"ready"/,
-  });
+  startService('audit', env, port, name);
 
 /** Starts a tools service process. */
 export const startTools = async (env: Record<string, string>): Promise<ProcessHandle> =>
-  startProcess({
-    name: 'tools',
-    entry: 'services/tools/src/main.ts',
-    env: { ...env, GRPC_PORT: String(await freePort()) },
-    readyLine: /"msg":"ready"/,
-  });
+  startService('tools', env, await freePort(), 'tools');
 
 /** Where a gateway process listens and what it talks to. */
 export interface GatewayPorts {
@@ -72,17 +67,10 @@ export const startGateway = (
   operatorKey: string,
   options: { name?: string; extra?: Record<string, string> } = {},
 ): Promise<ProcessHandle> =>
-  startProcess({
-    name: options.name ?? 'gateway',
-    entry: 'services/gateway/src/main.ts',
-    env: {
-      ...env,
-      PORT: String(ports.port),
-      HOST: '127.0.0.1',
-      GRPC_PORT: String(ports.grpcPort),
-      KEEL_OPERATOR_KEY: operatorKey,
-      AGENT_GRPC_URL: `127.0.0.1:${ports.agentPort}`,
-      ...options.extra,
-    },
-    readyLine: /"msg":"ready"/,
+  startService('gateway', env, ports.grpcPort, options.name ?? 'gateway', {
+    PORT: String(ports.port),
+    HOST: '127.0.0.1',
+    KEEL_OPERATOR_KEY: operatorKey,
+    AGENT_GRPC_URL: `127.0.0.1:${ports.agentPort}`,
+    ...options.extra,
   });

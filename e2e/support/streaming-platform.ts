@@ -6,7 +6,7 @@ import type { SseFrame } from '@keel/testkit';
 import { openSse } from '@keel/testkit';
 import { expect } from 'vitest';
 import { startGatewayPlatform } from './gateway-platform.js';
-import { gatewayRequest, jsonOf } from './http.js';
+import { gatewayRequest, jsonOf, openTurnStream } from './http.js';
 
 /** Whether a frame is an ephemeral one (`message.delta`, `context`: id `<version>.<seq>`). */
 export const isDelta = (frame: SseFrame): boolean => frame.id!.includes('.');
@@ -40,16 +40,13 @@ export const startStreamingPlatform = async (name: string) => {
     body: string | Record<string, unknown>,
     headers: Record<string, string> = {},
   ) =>
-    openSse(`${base}/v1/conversations/${conversationId}/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${keys.editor}`,
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        ...headers,
-      },
-      body: JSON.stringify(typeof body === 'string' ? { content: body } : body),
-    });
+    openTurnStream(
+      base,
+      keys.editor,
+      conversationId,
+      typeof body === 'string' ? { content: body } : body,
+      headers,
+    );
 
   /** Opens a conversation with the `support` agent; its id. */
   const conversation = async () => {
