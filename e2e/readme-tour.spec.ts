@@ -113,8 +113,6 @@ describe('the README tour', () => {
       GOOGLE_API_KEY: '',
     };
     for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
-    env.AGENT_GRPC_URL = `127.0.0.1:${env.AGENT_GRPC_PORT}`;
-    env.PRICING_GRPC_URL = `127.0.0.1:${env.PRICING_GRPC_PORT}`;
     dev = await startProcess({
       name: 'npm-start',
       entry: 'services/gateway/src/dev.ts',

@@ -14,7 +14,7 @@ import {
   SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
-import { announceDevMode, ensureDevOperatorKey } from './dev/dev-start.js';
+import { announceDevMode, ensureDevOperatorKey, pointServicesAtEachOther } from './dev/dev-start.js';
 import { GatewayModule } from './gateway.module.js';
 import { GATEWAY_GRPC_SERVICES } from './grpc/grpc-services.js';
 import { createGatewayHttpAdapter } from './http/http-adapter.js';
@@ -41,6 +41,8 @@ const configFor = (service: ServiceName) =>
 process.env.KEEL_MASTER_KEY ??= SecretBox.generateKey();
 // The dev mode prints keys: it listens on loopback only unless HOST says otherwise.
 process.env.HOST ??= '127.0.0.1';
+// The gateway and the agent find the agent, audit and pricing at the ports this process gives them.
+pointServicesAtEachOther((service) => configFor(service).grpcPort);
 // Without KEEL_OPERATOR_KEY the dev mode makes one up too, and prints it with the dev tenant's key.
 const startedAt = Date.now() - process.uptime() * 1000;
 const operatorKeyMadeUp = ensureDevOperatorKey();

@@ -178,6 +178,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: "the pricing service's gRPC address (host:port)",
   },
   {
+    name: 'AUDIT_GRPC_URL',
+    kind: grpcUrl,
+    readers: ['gateway'],
+    default: '127.0.0.1:50054',
+    doc: "the audit service's gRPC address (host:port): usage and the audit trail",
+  },
+  {
     name: 'KEEL_SSE_HEARTBEAT_MS',
     kind: ms(1, 600_000),
     readers: ['gateway'],

@@ -36,8 +36,6 @@ describe('npm start on MongoDB and NATS, restarted', () => {
       GRPC_PORT: '',
     };
     for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
-    env.AGENT_GRPC_URL = `127.0.0.1:${env.AGENT_GRPC_PORT}`;
-    env.PRICING_GRPC_URL = `127.0.0.1:${env.PRICING_GRPC_PORT}`;
   });
 
   afterAll(async () => {

@@ -19,6 +19,20 @@ export const ensureDevOperatorKey = (env: Env = process.env): boolean => {
 };
 
 /**
+ * Points the in-process services at each other's gRPC ports (`AGENT_GRPC_URL`, `AUDIT_GRPC_URL`,
+ * `PRICING_GRPC_URL` on loopback) unless those are set, so moving a port moves its callers too.
+ */
+export const pointServicesAtEachOther = (
+  grpcPortOf: (service: 'agent' | 'audit' | 'pricing') => number,
+  env: Env = process.env,
+): void => {
+  for (const service of ['agent', 'audit', 'pricing'] as const) {
+    const name = `${service.toUpperCase()}_GRPC_URL`;
+    if (!env[name]?.trim()) env[name] = `127.0.0.1:${grpcPortOf(service)}`;
+  }
+};
+
+/**
  * The dev mode's first-start work once every service serves: the dev tenant, its admin key and
  * the demo agent (found again on a persisted store), then the banner on stderr.
  */
