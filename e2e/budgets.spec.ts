@@ -13,7 +13,7 @@ import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
 import { conversationsClient, sendStatus } from './support/grpc-client.js';
 import type { Answer } from './support/http.js';
-import { answerOf, gatewayRequest } from './support/http.js';
+import { answerOf } from './support/http.js';
 
 /** Turns the budget fits. */
 const N = 3;
@@ -37,15 +37,13 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
   let OPERATOR_KEY = '';
   let fake: FakeOpenAI;
   let store: MongoEventStore;
-  let base = '';
-  let grpcAddress = '';
   let tenantId = '';
   let key = '';
   const conversations: string[] = [];
   const admitted: string[] = [];
 
   const call = async (method: string, path: string, bearer: string, body?: unknown): Promise<Answer> =>
-    answerOf(await gatewayRequest(base, method, path, bearer, body));
+    answerOf(await platform.request(method, path, bearer, body));
 
   const send = (conversationId: string, content: string) =>
     call('POST', `/v1/conversations/${conversationId}/messages`, key, { content });
@@ -62,7 +60,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
       // The burst below is one key's 10×N requests at once: only the budget may refuse them.
       gatewayEnv: { KEEL_RATE_LIMIT_RPM: '0' },
     });
-    ({ fake, base, grpcAddress, operatorKey: OPERATOR_KEY } = platform);
+    ({ fake, operatorKey: OPERATOR_KEY } = platform);
     store = await MongoEventStore.connect(platform.env.MONGODB_URL!);
   }, 180_000);
 
@@ -170,8 +168,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     expect(next.status).toBe(402);
     expect(next.body).toMatchObject({ code: 'budget_exceeded' });
     expect((next.body as { detail: string }).detail).toMatch(/0\.09 USD spent, 0 USD reserved/);
-    const streamed = await gatewayRequest(
-      base,
+    const streamed = await platform.request(
       'POST',
       `/v1/conversations/${id}/messages`,
       key,
@@ -181,7 +178,10 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
     expect(streamed.status).toBe(402);
     expect(streamed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(await streamed.json()).toMatchObject({ code: 'budget_exceeded' });
-    const overGrpc = await grpcSendStatus(grpcAddress, key, { conversationId: id, content: 'via gRPC' });
+    const overGrpc = await grpcSendStatus(platform.grpcAddress, key, {
+      conversationId: id,
+      content: 'via gRPC',
+    });
     expect(overGrpc.code).toBe(status.RESOURCE_EXHAUSTED);
     expect(overGrpc.details).toMatch(/monthly budget of 0\.09 USD is used up/);
     expect(await store.streamVersion(tenantId, `conversation-${id}`)).toBe(before);
