@@ -235,6 +235,16 @@ describe('the README tour', () => {
     });
   });
 
+  it("6: usage shows the tour's one turn on the demo model", async () => {
+    const usage = JSON.parse(await step(5)) as {
+      totals: { turns: number; promptTokens: number };
+      rows: Array<{ key: string; turns: number }>;
+    };
+    expect(usage.totals.turns).toBe(1);
+    expect(usage.totals.promptTokens).toBeGreaterThan(0);
+    expect(usage.rows).toEqual([expect.objectContaining({ key: 'demo:keel-demo', turns: 1 })]);
+  });
+
   it('Ctrl-C stops npm start cleanly', async () => {
     expect(await dev.kill('SIGINT', 15_000)).toEqual({ code: 0, signal: null });
   });
