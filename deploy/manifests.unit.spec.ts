@@ -204,6 +204,14 @@ describe('docker-compose.yml and the Dockerfile', () => {
     expect(runtimeStage).toMatch(/RUN npm ci --omit=dev/);
     expect(runtimeStage).toMatch(/^USER node$/m);
     expect(runtimeStage).toContain('COPY --from=build /app/packages/runtime/dist packages/runtime/dist');
+    // Files the services read at run time, besides their dist: the protos and the price catalogue.
+    expect(runtimeStage).toContain('COPY --from=build /app/proto/keel proto/keel');
+    expect(read('services/pricing/src/catalogue/catalogue-file.ts')).toContain(
+      "'../../catalogue/models.json'",
+    );
+    expect(runtimeStage).toContain(
+      'COPY --from=build /app/services/pricing/catalogue services/pricing/catalogue',
+    );
     const workspaces = [
       'proto',
       ...['packages', 'services'].flatMap((dir) =>
