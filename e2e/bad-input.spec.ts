@@ -3,7 +3,13 @@
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentClient, conversationSteps, testCallers, webhookTool } from './support/agent-client.js';
+import {
+  agentClient,
+  agentConfig,
+  conversationSteps,
+  testCallers,
+  webhookTool,
+} from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
 import type { WebhookServer } from './support/webhook-server.js';
 import { startWebhookServer } from './support/webhook-server.js';
@@ -58,17 +64,11 @@ describe('bad input, end to end', () => {
         }),
       );
     }
-    await client.call('putAgent', tenant, {
-      agent: {
-        agentId: 'support',
-        model: 'openai:gpt-4o-mini',
-        instructions: 'Help.',
-        tools: ['lookup_order', 'refund'],
-        maxSteps: 4,
-        temperature: 0,
-        toolResultMaxChars: 2000,
-      },
-    });
+    await client.call(
+      'putAgent',
+      tenant,
+      agentConfig({ instructions: 'Help.', tools: ['lookup_order', 'refund'], maxSteps: 4 }),
+    );
   }, 120_000);
 
   afterAll(async () => {

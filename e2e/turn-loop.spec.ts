@@ -5,7 +5,13 @@
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentClient, conversationSteps, testCallers, webhookTool } from './support/agent-client.js';
+import {
+  agentClient,
+  agentConfig,
+  conversationSteps,
+  testCallers,
+  webhookTool,
+} from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
 import type { WebhookServer } from './support/webhook-server.js';
 import { startWebhookServer } from './support/webhook-server.js';
@@ -66,17 +72,15 @@ describe('a turn that survives anything (agent and tools as separate processes)'
         }),
       );
     }
-    await client.call('putAgent', tenant, {
-      agent: {
-        agentId: 'support',
-        model: 'openai:gpt-4o-mini',
+    await client.call(
+      'putAgent',
+      tenant,
+      agentConfig({
         instructions: 'Help with orders.',
         tools: ['lookup_order', 'refund', 'calculator'],
         maxSteps: 6,
-        temperature: 0,
-        toolResultMaxChars: 2000,
-      },
-    });
+      }),
+    );
   }, 120_000);
 
   afterAll(async () => {

@@ -3,7 +3,7 @@
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentClient, conversationSteps, testCallers } from './support/agent-client.js';
+import { agentClient, agentConfig, conversationSteps, testCallers } from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
 
 const { tenant, editor } = testCallers('two');
@@ -24,17 +24,11 @@ describe('two agent instances', () => {
     );
     tools = await startTools(env);
     client = agentClient(`127.0.0.1:${ports[0]}`);
-    await client.call('putAgent', tenant, {
-      agent: {
-        agentId: 'support',
-        model: 'openai:gpt-4o-mini',
-        instructions: 'Compute.',
-        tools: ['calculator'],
-        maxSteps: 4,
-        temperature: 0,
-        toolResultMaxChars: 2000,
-      },
-    });
+    await client.call(
+      'putAgent',
+      tenant,
+      agentConfig({ instructions: 'Compute.', tools: ['calculator'], maxSteps: 4 }),
+    );
   }, 120_000);
 
   afterAll(async () => {

@@ -93,3 +93,20 @@ export const webhookTool = (tool: {
     timeoutMs: tool.timeoutMs,
   },
 });
+
+/** An agent as AgentService.PutAgent takes it: `support` on openai:gpt-4o-mini, temperature 0, unless given. */
+export const agentConfig = (agent: {
+  instructions: string;
+  tools: string[];
+  maxSteps: number;
+  agentId?: string;
+  model?: string;
+}) => ({
+  agent: {
+    agentId: 'support',
+    model: 'openai:gpt-4o-mini',
+    temperature: 0,
+    toolResultMaxChars: 2000,
+    ...agent,
+  },
+});
