@@ -4,11 +4,13 @@
  */
 import { fileURLToPath } from 'node:url';
 import { appendBench } from './append.bench.js';
+import { auditConsumerBench } from './audit-consumer.bench.js';
 import { gatewayStreamBench } from './gateway-stream.bench.js';
 import { outboxBench } from './outbox.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
 import { stepPersistenceBench } from './step-persistence.bench.js';
 import { toolRoundtripBench } from './tool-roundtrip.bench.js';
+import { usageQueryBench } from './usage-query.bench.js';
 import { provisionInfra } from './lib/infra.js';
 import type { Bench, BenchReport } from './lib/report.js';
 import { machineLine, writeResults } from './lib/results-file.js';
@@ -21,6 +23,8 @@ const BENCHES: Bench[] = [
   toolRoundtripBench,
   stepPersistenceBench,
   gatewayStreamBench,
+  usageQueryBench,
+  auditConsumerBench,
 ];
 const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
 
