@@ -41,6 +41,16 @@ export interface LogPageDocument {
 export const commitKey = (tenantId: string, streamName: string, fromVersion: number): string =>
   `${tenantId}|${streamName}|${String(fromVersion).padStart(16, '0')}`;
 
+/** The tenant, stream and first version a `commitKey` names; undefined for another string. */
+export const parseCommitKey = (key: string): { t: string; s: string; f: number } | undefined => {
+  const first = key.indexOf('|');
+  const last = key.lastIndexOf('|');
+  const f = Number(key.slice(last + 1));
+  if (first < 1 || last <= first || key.length - last - 1 !== 16 || !Number.isSafeInteger(f))
+    return undefined;
+  return { t: key.slice(0, first), s: key.slice(first + 1, last), f };
+};
+
 /** The `_id` of the log page starting at `position` (fixed width, so it sorts like the number). */
 export const pageKey = (position: number): string => `p${String(position).padStart(16, '0')}`;
 

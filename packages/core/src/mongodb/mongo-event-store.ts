@@ -38,6 +38,8 @@ export interface MongoEventStoreOptions {
 }
 
 const MAX_ANY_RETRIES = 100;
+/** Connections per process unless the URL says otherwise (see `connect`). */
+const MAX_POOL = 20;
 /** Point lookups a read makes along a stream's commit chain before it switches to a range query. */
 const CHAIN_LIMIT = 16;
 
@@ -80,7 +82,11 @@ export class MongoEventStore implements EventStore {
     url: string,
     options: MongoEventStoreOptions & { dbName?: string } = {},
   ): Promise<MongoEventStore> {
-    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+    // FerretDB 1.24 (SQLite) stops answering when about a hundred queries are open at once (its
+    // connection pool deadlocks); a few dozen per process keep several processes well below that,
+    // the rest wait in the driver. `maxPoolSize` in the URL overrides it.
+    const pool = /[?&]maxPoolSize=/i.test(url) ? {} : { maxPoolSize: MAX_POOL };
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000, ...pool });
     try {
       await client.connect();
     } catch (error) {
@@ -102,8 +108,11 @@ export class MongoEventStore implements EventStore {
     this.serverKind = 'ferretdbVersion' in info ? 'ferretdb' : 'mongodb';
     const reads = this.reads ?? (this.serverKind === 'ferretdb' ? 'walk' : 'range');
     this.chainLimit = reads === 'walk' ? CHAIN_LIMIT : 0;
-    // FerretDB answers the query for unplaced commits with a scan: idle rounds make it twice a second.
-    if (this.serverKind === 'ferretdb') this.sequencer.setIdleDiscovery(500);
+    // FerretDB answers the query for unplaced commits with a scan, which under load takes seconds:
+    // every 2 s at most. Each process places its own commits (its relay wakes the publishing one),
+    // so the query only finds those of a process that died before placing them.
+    if (this.serverKind === 'ferretdb')
+      this.sequencer.setDiscoveryDefaults({ intervalMs: 2000, idleMs: 2000 });
     await ensureIndexes(this.commits, [{ key: { t: 1, c: 1 }, name: 'commit_id', unique: true }]);
     if (this.serverKind === 'ferretdb') return;
     await ensureIndexes(this.commits, [

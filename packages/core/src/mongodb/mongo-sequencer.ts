@@ -1,7 +1,7 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { RecordedEvent } from '../typing/index.js';
 import type { CommitDocument, LogPageDocument } from './commit-document.js';
-import { pageKey, toRecordedEvents } from './commit-document.js';
+import { pageKey, parseCommitKey, toRecordedEvents } from './commit-document.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
 /** Settings of the sequencer. */
@@ -43,8 +43,9 @@ export class MongoSequencer {
   private readonly recent = new Map<number, { end: number; events: RecordedEvent[] }>();
   private lastDiscovery = 0;
   private readonly batchSize: number;
-  private readonly discoveryIntervalMs: number;
+  private discoveryIntervalMs: number;
   private idleDiscoveryMs: number;
+  private readonly explicit: SequencerOptions;
 
   constructor(
     private readonly commits: Collection<CommitDocument>,
@@ -54,11 +55,16 @@ export class MongoSequencer {
     this.batchSize = options.batchSize ?? 500;
     this.discoveryIntervalMs = options.discoveryIntervalMs ?? 1000;
     this.idleDiscoveryMs = options.idleDiscoveryMs ?? 0;
+    this.explicit = options;
   }
 
-  /** Sets how often idle rounds look for other processes' commits (see SequencerOptions). */
-  setIdleDiscovery(ms: number): void {
-    this.idleDiscoveryMs = ms;
+  /**
+   * Sets how often rounds look for other processes' commits, busy or idle (see SequencerOptions),
+   * where the options did not say.
+   */
+  setDiscoveryDefaults(ms: { intervalMs: number; idleMs: number }): void {
+    this.discoveryIntervalMs = this.explicit.discoveryIntervalMs ?? ms.intervalMs;
+    this.idleDiscoveryMs = this.explicit.idleDiscoveryMs ?? ms.idleMs;
   }
 
   /**
@@ -184,9 +190,18 @@ export class MongoSequencer {
     }
   }
 
-  /** Drops hints of commits another sequencer placed (in a page this one did not write). */
+  /**
+   * Drops hints of commits another sequencer placed (in a page this one did not write), and learns
+   * their streams' placed heads: a commit's last version follows from its key (stream and first
+   * version) and the next position, so the next commit of those streams needs no query.
+   */
   private forget(page: LogPageDocument): void {
-    for (const c of page.commits) this.hints.delete(c.id);
+    page.commits.forEach((c, i) => {
+      this.hints.delete(c.id);
+      const key = parseCommitKey(c.id);
+      const end = (page.commits[i + 1]?.g ?? page.end + 1) - 1;
+      if (key) this.remember({ t: key.t, s: key.s, v: key.f + end - c.g });
+    });
   }
 
   /** Commits to place: this process's own, plus (now and then, or when it has none) everyone's. */
@@ -231,8 +246,9 @@ export class MongoSequencer {
     this.markedPage = page._id;
   }
 
-  private remember(c: CommitDocument): void {
+  private remember(c: Pick<CommitDocument, 't' | 's' | 'v'>): void {
     const key = streamKey(c);
+    if ((this.placedHeads.get(key) ?? 0) > c.v) return;
     this.placedHeads.delete(key);
     this.placedHeads.set(key, c.v);
     if (this.placedHeads.size > KNOWN_HEADS) this.placedHeads.delete(this.placedHeads.keys().next().value!);
