@@ -2,8 +2,8 @@
 // of two tenants answered per local day in three zones exactly as a brute force over the raw
 // events, each tenant seeing only its own rows; bad queries refused by field; the audit trail
 // newest first with its actors and request ids and no secret; and a kill -9 in the middle of
-// 10,000 usage events, after which the totals are exact, and stay exact when the whole log is
-// projected again.
+// 10,000 usage events, after which the totals are exact (replaying the whole log again is
+// covered by the projector's unit spec).
 import type { EventData } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { ProcessHandle } from '@keel/testkit';
@@ -311,7 +311,7 @@ describe('the audit service process', () => {
     }
   });
 
-  it('has exact totals after a kill -9 in the middle of 10,000 usage events, and after projecting the log again', async () => {
+  it('has exact totals after a kill -9 in the middle of 10,000 usage events', async () => {
     const tenantId = 'bulk';
     const turns = 1000;
     const steps = 10;
@@ -378,26 +378,6 @@ describe('the audit service process', () => {
         ['user-1', 333],
         ['user-2', 333],
       ]);
-
-      // The whole log projected again (checkpoint back to 0, one more event to wake the consumer): same numbers.
-      await store.db
-        .collection(`${AUDIT_COLLECTION_PREFIX}checkpoints`)
-        .updateOne({ _id: PROJECTION_CHECKPOINT } as never, { $set: { position: 0 } });
-      await audit.kill('SIGTERM');
-      audit = await startAudit();
-      await store.append(tenantId, 'conversation-wake', [
-        { type: 'ConversationCreated', data: { conversationId: 'wake', agentId: 'a', createdAt: '' } },
-      ]);
-      const end = await eventually(
-        async () => {
-          const position = await checkpoint();
-          expect(position).toBeGreaterThan(partial);
-          return position;
-        },
-        { timeoutMs: 120_000, intervalMs: 500 },
-      );
-      expect(end).toBeGreaterThan(0);
-      expect((await client!.getUsage(query)).totals).toEqual(expected);
     } finally {
       await audit.kill('SIGTERM');
     }
