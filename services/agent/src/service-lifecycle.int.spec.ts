@@ -101,14 +101,21 @@ describe('a Keel service process', () => {
 
   it('lists the services it serves through gRPC reflection', async () => {
     for (const name of SERVICES) {
-      // The agent and pricing serve their own contracts; the others serve health only so far.
-      const own =
-        name === 'agent'
-          ? ['keel.agent.v1.AgentService']
-          : name === 'pricing'
-            ? ['keel.pricing.v1.PricingService']
-            : [];
-      expect(await reflectedServices(service(name).grpcAddress)).toEqual(['grpc.health.v1.Health', ...own]);
+      // Every service serves its own contracts beside health; the gateway re-serves the public ones.
+      const own: Record<Service, string[]> = {
+        gateway: [
+          'keel.conversations.v1.ConversationService',
+          'keel.pricing.v1.PricingService',
+          'keel.usage.v1.UsageService',
+        ],
+        agent: ['keel.agent.v1.AgentService'],
+        tools: [],
+        audit: ['keel.audit.v1.AuditService', 'keel.usage.v1.UsageService'],
+        pricing: ['keel.pricing.v1.PricingService'],
+      };
+      expect(await reflectedServices(service(name).grpcAddress)).toEqual(
+        ['grpc.health.v1.Health', ...own[name]].sort(),
+      );
     }
   });
 
