@@ -371,6 +371,63 @@ describe('the public API walk-through (gateway, agent, tools as processes)', () 
     );
   });
 
+  it('refuses huge bodies (413), over-long messages, bad ids and unknown approvals; writes nothing', async () => {
+    const created = await call('POST', '/v1/conversations', keys.editor, { body: { agentId: 'support' } });
+    expect(created.status).toBe(201);
+    const id = (created.body as { id: string }).id;
+    const before = await conversation(id);
+    problem(
+      await call('POST', `/v1/conversations/${id}/messages`, keys.editor, {
+        raw: JSON.stringify({ content: 'x'.repeat(1024 * 1024 + 1) }),
+      }),
+      413,
+      'payload_too_large',
+    );
+    const tooLong = problem(
+      await call('POST', `/v1/conversations/${id}/messages`, keys.editor, {
+        body: { content: 'x'.repeat(100_001) },
+      }),
+      400,
+      'invalid_request',
+    );
+    expect(tooLong.detail).toContain('content');
+    problem(await call('GET', '/v1/conversations/..%2F..%2Fetc', keys.viewer), 404, 'not_found');
+    problem(
+      await call('POST', `/v1/conversations/not-a-conversation/messages`, keys.editor, {
+        body: { content: 'hi' },
+      }),
+      404,
+      'not_found',
+    );
+    problem(
+      await call('POST', `/v1/conversations/${id}/approvals/apr_unknown`, keys.editor, {
+        body: { decision: 'approve' },
+      }),
+      404,
+      'not_found',
+    );
+    const after = await conversation(id);
+    expect(after.version).toBe(before.version);
+    expect(after.messages).toEqual([]);
+  });
+
+  it('a revoked key stops working at once (401), on reads and writes', async () => {
+    const tenant = await call('POST', '/v1/tenants', OPERATOR_KEY, { body: { name: 'Initech' } });
+    const tenantId = (tenant.body as { id: string }).id;
+    const issued = await call('POST', `/v1/tenants/${tenantId}/keys`, OPERATOR_KEY, {
+      body: { role: 'admin' },
+    });
+    const { id: keyId, key } = issued.body as { id: string; key: string };
+    expect((await call('GET', '/v1/agents', key)).status).toBe(200);
+    expect((await call('DELETE', `/v1/tenants/${tenantId}/keys/${keyId}`, OPERATOR_KEY)).status).toBe(204);
+    problem(await call('GET', '/v1/agents', key), 401, 'unauthenticated');
+    problem(
+      await call('PUT', '/v1/agents/late', key, { body: { model: 'openai:gpt-4o-mini' } }),
+      401,
+      'unauthenticated',
+    );
+  });
+
   it('editor lists conversations newest first, a page at a time; another tenant does not see them', async () => {
     type Page = { data: Array<{ id: string; agentId: string; status?: string }>; nextCursor: string | null };
     const list = async (query: string, key = keys.editor): Promise<Page> => {
