@@ -206,6 +206,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: 'a slow SSE client past this many buffered bytes loses deltas (never durable events)',
   },
   {
+    name: 'KEEL_MAX_MESSAGE_CHARS',
+    kind: { type: 'integer', min: 1, max: 1_000_000, unit: 'a number of characters' },
+    readers: ['gateway'],
+    default: '100000',
+    doc: 'longest user message the gateway accepts (longer: 400 naming content)',
+  },
+  {
     name: 'KEEL_RATE_LIMIT_RPM',
     kind: { type: 'integer', min: 0, max: 999_999_999, unit: 'a number of requests per minute' },
     readers: ['gateway'],

@@ -1,5 +1,6 @@
 // Bodies of the conversation routes (API.md "Conversations"), mapped to keel.conversations.v1 requests.
 import { fail, objectWith, optionalString, optionalWord, requiredString } from '../config/request-fields.js';
+import { readEnv } from '@keel/runtime';
 
 /** keel.conversations.v1.CreateConversationRequest's fields the body sets. */
 export interface CreateConversationFields {
@@ -27,8 +28,8 @@ const IF_BUSY = {
 } as const;
 const DECISION = { approve: 'DECISION_APPROVE', deny: 'DECISION_DENY' } as const;
 
-/** Largest user message the gateway forwards (characters). */
-export const MAX_CONTENT_CHARS = 100_000;
+/** Largest user message the gateway forwards (characters): `KEEL_MAX_MESSAGE_CHARS`, default 100,000. */
+export const MAX_CONTENT_CHARS = Number(readEnv('KEEL_MAX_MESSAGE_CHARS'));
 
 /** Checks `{ agentId, title?, metadata? }`; metadata is string values only (a proto map). */
 export const parseCreateConversation = (body: unknown): CreateConversationFields => {
