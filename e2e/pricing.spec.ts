@@ -93,6 +93,7 @@ describe('model calls priced by the pricing service (pricing and agent as separa
         cacheReadTokens: 1000,
         cacheWriteTokens: 0,
         costUsd: 0.000153,
+        at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       },
     ]);
     const view = await client.call<{ conversation: { usage: { costUsd: number } } }>(

@@ -88,8 +88,15 @@ export type AssistantMessageCompleted = EventData<
   { turnId: string; step: number; messageId: string; text: string; toolCalls: ToolCallRequest[]; at: string }
 >;
 
-/** Tokens of one model call (API `usage`). `costUsd` is null when the model's price is unknown. */
-export type UsageRecorded = EventData<'UsageRecorded', { turnId: string; step: number } & ModelUsage>;
+/**
+ * Tokens of one model call (API `usage`). `costUsd` is null when the model's price is unknown.
+ * `at` is the instant of the call (the one its price was taken at); events recorded before it was
+ * added lack it, and readers fall back to the commit time.
+ */
+export type UsageRecorded = EventData<
+  'UsageRecorded',
+  { turnId: string; step: number; at?: string } & ModelUsage
+>;
 
 /** A tool call passed the guard and goes to the tools service (API `tool.call`). */
 export type ToolCallRequested = EventData<

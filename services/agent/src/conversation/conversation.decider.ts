@@ -132,7 +132,7 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
             at,
           },
         },
-        { type: 'UsageRecorded', data: { turnId, step, ...usage } },
+        { type: 'UsageRecorded', data: { turnId, step, ...usage, at } },
       ];
       if (toolCalls.length === 0) {
         const stepped = events.reduce(evolve, state);

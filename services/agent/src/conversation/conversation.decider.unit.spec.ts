@@ -82,7 +82,7 @@ const assistant = (
       at,
     },
   },
-  { type: 'UsageRecorded', data: { turnId, step, ...usage } },
+  { type: 'UsageRecorded', data: { turnId, step, ...usage, at } },
 ];
 const requested = (toolCallId: string, name: string, approvalRequired = false): ConversationEvent => ({
   type: 'ToolCallRequested',
