@@ -138,7 +138,7 @@ export class AuditProjector {
       for (const { fact } of facts) {
         const ids = RollupSet.idsOf(fact);
         monthIds.add(ids.month);
-        dayIds.add(ids.day);
+        for (const id of ids.days) dayIds.add(id);
       }
       set.load(
         await this.cachedOrLoaded(this.months, [...monthIds], (ids) => this.storage.loadMonths(ids)),

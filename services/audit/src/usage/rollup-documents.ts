@@ -18,12 +18,19 @@ export interface MonthBody {
 }
 
 /**
- * Body of a tenant × UTC day rollup, the finest grain: per 15-minute bucket (0–95), the totals of
- * each user × model × agent (key: `comboKey`). Read for the ragged edges of a range cut in a zone.
+ * Body of a tenant × UTC day × dimension rollup (`user` or `model`), the finest grain: per
+ * 15-minute bucket (0–95), the totals of each user (or model) id. Read for the ragged edges of a
+ * range cut in a zone, only the dimension the query groups by.
  */
 export interface DayBody {
   q: Record<string, Record<string, Totals>>;
 }
+
+/** The dimensions a day document details. */
+export type DayDimension = 'user' | 'model';
+
+/** The dimensions, in the order their documents are written. */
+export const DAY_DIMENSIONS: readonly DayDimension[] = ['user', 'model'];
 
 /** A rollup document: its id, tenant, the global log position it includes events up to, and its body. */
 export interface RollupDoc<Body> {
@@ -41,22 +48,13 @@ export type RollupKind = 'month' | 'day';
 export const monthIdOf = (tenantId: string, utcMs: number): string =>
   `${tenantId}|${utcDateOf(utcMs).slice(0, 7)}`;
 
-/** Id of the day document of `tenantId` holding the UTC instant `utcMs`. */
-export const dayIdOf = (tenantId: string, utcMs: number): string => `${tenantId}|${utcDateOf(utcMs)}`;
+/** Id of the `dimension` day document of `tenantId` holding the UTC instant `utcMs`. */
+export const dayIdOf = (tenantId: string, utcMs: number, dimension: DayDimension): string =>
+  `${tenantId}|${utcDateOf(utcMs)}|${dimension}`;
 
 /** The 15-minute bucket (0–95) of `utcMs` within its UTC day. */
 export const quarterOf = (utcMs: number): number =>
   Math.floor((((utcMs % 86_400_000) + 86_400_000) % 86_400_000) / QUARTER_MS);
-
-/** Key of a user × model × agent combination in a day document (JSON, so any id is safe). */
-export const comboKey = (user: string, model: string, agent: string): string =>
-  JSON.stringify([user, model, agent]);
-
-/** The user, model and agent of a combination key. */
-export const comboOf = (key: string): { user: string; model: string; agent: string } => {
-  const [user, model, agent] = JSON.parse(key) as [string, string, string];
-  return { user, model, agent };
-};
 
 /** An empty body of the kind. */
 export const emptyBody = (kind: RollupKind): MonthBody | DayBody =>

@@ -1,5 +1,5 @@
 import type { DayBody, MonthBody, MonthDay, RollupDoc } from './rollup-documents.js';
-import { comboKey, dayIdOf, monthIdOf, quarterOf } from './rollup-documents.js';
+import { DAY_DIMENSIONS, dayIdOf, monthIdOf, quarterOf } from './rollup-documents.js';
 import type { UsageFact } from './usage-facts.js';
 import { addAt } from './usage-totals.js';
 import { utcDateOf } from './time-zones.js';
@@ -17,8 +17,11 @@ export class RollupSet {
   readonly changedDays = new Set<string>();
 
   /** The document ids a fact touches (load them before `apply`). */
-  static idsOf(fact: Pick<UsageFact, 'tenantId' | 'at'>): { month: string; day: string } {
-    return { month: monthIdOf(fact.tenantId, fact.at), day: dayIdOf(fact.tenantId, fact.at) };
+  static idsOf(fact: Pick<UsageFact, 'tenantId' | 'at'>): { month: string; days: string[] } {
+    return {
+      month: monthIdOf(fact.tenantId, fact.at),
+      days: DAY_DIMENSIONS.map((dimension) => dayIdOf(fact.tenantId, fact.at, dimension)),
+    };
   }
 
   /** Adds loaded documents (those not found start empty at position 0). */
@@ -29,7 +32,7 @@ export class RollupSet {
 
   /** Adds the fact at log position `position` to the documents that do not include it yet. */
   apply(fact: UsageFact, position: number): void {
-    const { month, day } = RollupSet.idsOf(fact);
+    const month = monthIdOf(fact.tenantId, fact.at);
     const date = utcDateOf(fact.at);
     const quarter = String(quarterOf(fact.at));
     const monthDoc = this.doc(this.months, month, fact.tenantId, (): MonthBody => ({ d: {} }));
@@ -42,10 +45,13 @@ export class RollupSet {
       addAt(entry.a, fact.agent, fact.totals);
       this.changedMonths.add(month);
     }
-    const dayDoc = this.doc(this.days, day, fact.tenantId, (): DayBody => ({ q: {} }));
-    if (position > dayDoc.pos) {
-      addAt((dayDoc.body.q[quarter] ??= {}), comboKey(fact.user, fact.model, fact.agent), fact.totals);
-      this.changedDays.add(day);
+    for (const dimension of DAY_DIMENSIONS) {
+      const day = dayIdOf(fact.tenantId, fact.at, dimension);
+      const dayDoc = this.doc(this.days, day, fact.tenantId, (): DayBody => ({ q: {} }));
+      if (position > dayDoc.pos) {
+        addAt((dayDoc.body.q[quarter] ??= {}), dimension === 'user' ? fact.user : fact.model, fact.totals);
+        this.changedDays.add(day);
+      }
     }
   }
 

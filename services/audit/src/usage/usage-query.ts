@@ -1,5 +1,4 @@
 import type { DayBody, MonthBody, RollupDoc } from './rollup-documents.js';
-import { comboOf } from './rollup-documents.js';
 import type { UsageQuery } from './usage-request.js';
 import type { Totals, UsageFigures } from './usage-totals.js';
 import { addAt, addInto, figuresOf, zero } from './usage-totals.js';
@@ -54,8 +53,8 @@ const dayIndexOf = (starts: readonly number[], q: number): number => {
  * Answers a usage query from the rollups: the range is the local days `from`..`to` in `tz`, cut
  * at 15-minute buckets, which every offset in use is a multiple of. Totals and per-day rows come
  * from the month documents' buckets; per-model and per-user rows from their per-day totals for
- * UTC days wholly inside the range, and from the day documents' buckets for the (at most two)
- * UTC days the range cuts.
+ * UTC days wholly inside the range, and from the buckets of the day documents of that dimension
+ * for the (at most two) UTC days the range cuts.
  */
 export const answerUsage = async (reader: RollupReader, query: UsageQuery): Promise<UsageAnswer> => {
   const { dates, starts } = dayBounds(query);
@@ -93,17 +92,16 @@ export const answerUsage = async (reader: RollupReader, query: UsageQuery): Prom
     }
   }
   if (query.groupBy !== 'day' && cutDays.length > 0) {
-    const days = await reader.loadDays(cutDays.map((day) => `${query.tenantId}|${utcDateOf(day * DAY_MS)}`));
+    // Only the dimension grouped by: a day document of it holds each bucket's totals per id.
+    const idOf = (day: number): string => `${query.tenantId}|${utcDateOf(day * DAY_MS)}|${query.groupBy}`;
+    const days = await reader.loadDays(cutDays.map(idOf));
     for (const day of cutDays) {
-      const doc = days.get(`${query.tenantId}|${utcDateOf(day * DAY_MS)}`);
+      const doc = days.get(idOf(day));
       if (!doc) continue;
-      for (const [slot, combos] of Object.entries(doc.body.q)) {
+      for (const [slot, byId] of Object.entries(doc.body.q)) {
         const q = day * QUARTERS_PER_DAY + Number(slot);
         if (q < first || q >= end) continue;
-        for (const [combo, value] of Object.entries(combos)) {
-          const { user, model } = comboOf(combo);
-          addAt(byKey, query.groupBy === 'model' ? model : user, value);
-        }
+        for (const [key, value] of Object.entries(byId)) addAt(byKey, key, value);
       }
     }
   }
