@@ -135,12 +135,17 @@ describe('ConversationService', () => {
     expect(methods).toEqual(conversationMethods.map((name) => [name, false, name === 'sendMessage']));
   });
 
-  it('has the conversation operations on the agent service the gateway relays to, and tenant configuration', () => {
+  it('has the conversation operations on the agent service the gateway relays to (unary only), and tenant configuration', () => {
     const definition = loadSync(join(protoRoot, 'keel/agent/v1/agent.proto'), nestLoaderOptions);
     const service = definition['keel.agent.v1.AgentService'] as ServiceDefinition;
 
     const methods = Object.values(service).map((m) => m.originalName);
-    expect(methods).toEqual(expect.arrayContaining([...conversationMethods]));
+    // Every conversation operation but the streaming send: the gateway streams a turn itself from
+    // SubmitMessage's version and the conversation's log.
+    const relayed = conversationMethods.filter((name) => name !== 'sendMessage');
+    expect(methods).toEqual(expect.arrayContaining([...relayed]));
+    expect(methods).not.toContain('sendMessage');
+    expect(Object.values(service).every((m) => !m.requestStream && !m.responseStream)).toBe(true);
     expect(methods.filter((m) => !(conversationMethods as readonly string[]).includes(m!))).toEqual([
       'submitMessage',
       'putTool',
@@ -151,7 +156,7 @@ describe('ConversationService', () => {
       'putProvider',
       'rotateWebhookSecret',
     ]);
-    expect(service['SendMessage']?.path).toBe('/keel.agent.v1.AgentService/SendMessage');
+    expect(service['SubmitMessage']?.path).toBe('/keel.agent.v1.AgentService/SubmitMessage');
     expect(typeof AgentServiceControllerMethods()).toBe('function');
   });
 

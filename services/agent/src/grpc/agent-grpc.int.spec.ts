@@ -26,13 +26,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 type Role = 'admin' | 'editor' | 'viewer' | 'operator';
 type Callback = (error: ServiceError | null, response?: unknown) => void;
 type Unary = (request: object, callback: Callback) => void;
-interface ServerStream {
-  on(event: 'error', listener: (error: ServiceError) => void): void;
-  on(event: 'data' | 'end', listener: () => void): void;
-}
 interface AgentClient {
   close(): void;
-  sendMessage(request: object): ServerStream;
 }
 
 const { natsUrl, mongoUrl: baseMongoUrl } = testInfra();
@@ -478,19 +473,6 @@ describe('conversations over gRPC', () => {
         }),
       ),
     ).toEqual({ code: status.INVALID_ARGUMENT, details: 'context.tenantId is required' });
-  });
-
-  it('answers the streaming SendMessage with UNIMPLEMENTED for now', async () => {
-    const error = await new Promise<ServiceError>((resolve, reject) => {
-      const stream = client.sendMessage({
-        context: context('editor'),
-        request: { conversationId, content: 'hi' },
-      });
-      stream.on('error', resolve);
-      stream.on('end', () => reject(new Error('the stream ended without an error')));
-    });
-    expect(error.code).toBe(status.UNIMPLEMENTED);
-    expect(error.details).toContain('SubmitMessage');
   });
 });
 

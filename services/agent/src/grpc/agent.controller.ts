@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { status } from '@grpc/grpc-js';
 import { NotFoundError, ValidationError } from '@keel/core';
 import type {
   AgentServiceController,
@@ -23,7 +22,7 @@ import type {
   PutToolResponse,
   RotateWebhookSecretRequest,
   RotateWebhookSecretResponse,
-  SendMessageRequest,
+  SubmitMessageRequest,
   SubmitMessageResponse,
 } from '@keel/proto/keel/agent/v1/agent';
 import { AgentServiceControllerMethods } from '@keel/proto/keel/agent/v1/agent';
@@ -33,15 +32,11 @@ import type {
   DecideApprovalResponse,
   GetConversationResponse,
   ListConversationsResponse,
-  TurnEvent,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
 import type { KeelLogger } from '@keel/runtime';
 import { KEEL_LOGGER, SecretBox, toRpcException } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
-import { RpcException } from '@nestjs/microservices';
-import type { Observable } from 'rxjs';
-import { throwError } from 'rxjs';
 import { MAX_PAGE_SIZE } from '../conversation-index/conversation-index.js';
 import type { CallContext } from '../runtime/context.js';
 import { ConversationService } from '../runtime/conversation.service.js';
@@ -64,9 +59,6 @@ import type { AjvToolCatalog } from './tool-catalog.provider.js';
 import { TOOL_CATALOG } from './tool-catalog.provider.js';
 
 const now = (): string => new Date().toISOString();
-
-const unimplemented = (what: string): RpcException =>
-  new RpcException({ code: status.UNIMPLEMENTED, message: what });
 
 /**
  * keel.agent.v1.AgentService: the gateway's calls into the conversation runtime and the tenant
@@ -128,15 +120,7 @@ export class AgentController implements AgentServiceController {
     });
   }
 
-  sendMessage(): Observable<TurnEvent> {
-    return throwError(() =>
-      unimplemented(
-        'the streaming SendMessage is not implemented yet; use SubmitMessage and follow the events',
-      ),
-    );
-  }
-
-  submitMessage(request: SendMessageRequest): Promise<SubmitMessageResponse> {
+  submitMessage(request: SubmitMessageRequest): Promise<SubmitMessageResponse> {
     return this.call('SubmitMessage', request.context, EDITOR, async (ctx) => {
       const input = request.request;
       const conversationId = required(input?.conversationId, 'request.conversationId');

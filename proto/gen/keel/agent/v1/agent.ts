@@ -10,18 +10,17 @@ import type { Metadata } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 import {
-  CancelTurnRequest as CancelTurnRequest6,
+  CancelTurnRequest as CancelTurnRequest5,
   CancelTurnResponse,
   CreateConversationRequest as CreateConversationRequest1,
   CreateConversationResponse,
-  DecideApprovalRequest as DecideApprovalRequest5,
+  DecideApprovalRequest as DecideApprovalRequest4,
   DecideApprovalResponse,
   GetConversationRequest as GetConversationRequest2,
   GetConversationResponse,
   ListConversationsRequest as ListConversationsRequest3,
   ListConversationsResponse,
-  SendMessageRequest as SendMessageRequest4,
-  TurnEvent,
+  SendMessageRequest,
 } from "../../conversations/v1/conversations.js";
 import { Actor } from "../../events/v1/envelope.js";
 
@@ -77,14 +76,14 @@ export interface ListConversationsRequest {
   request?: ListConversationsRequest3 | undefined;
 }
 
-/** Request of AgentService.SendMessage. */
-export interface SendMessageRequest {
+/** Request of AgentService.SubmitMessage. */
+export interface SubmitMessageRequest {
   /** Caller identity and correlation. */
   context?:
     | CallContext
     | undefined;
   /** The public request, as received by the gateway. */
-  request?: SendMessageRequest4 | undefined;
+  request?: SendMessageRequest | undefined;
 }
 
 /** Request of AgentService.DecideApproval. */
@@ -94,7 +93,7 @@ export interface DecideApprovalRequest {
     | CallContext
     | undefined;
   /** The public request, as received by the gateway. */
-  request?: DecideApprovalRequest5 | undefined;
+  request?: DecideApprovalRequest4 | undefined;
 }
 
 /** Request of AgentService.CancelTurn. */
@@ -104,7 +103,7 @@ export interface CancelTurnRequest {
     | CallContext
     | undefined;
   /** The public request, as received by the gateway. */
-  request?: CancelTurnRequest6 | undefined;
+  request?: CancelTurnRequest5 | undefined;
 }
 
 /** Response of AgentService.SubmitMessage. */
@@ -672,22 +671,22 @@ export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
   },
 };
 
-function createBaseSendMessageRequest(): SendMessageRequest {
+function createBaseSubmitMessageRequest(): SubmitMessageRequest {
   return {};
 }
 
-export const SendMessageRequest: MessageFns<SendMessageRequest> = {
-  encode(message: SendMessageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const SubmitMessageRequest: MessageFns<SubmitMessageRequest> = {
+  encode(message: SubmitMessageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.context !== undefined) {
       CallContext.encode(message.context, writer.uint32(10).fork()).join();
     }
     if (message.request !== undefined) {
-      SendMessageRequest4.encode(message.request, writer.uint32(18).fork()).join();
+      SendMessageRequest.encode(message.request, writer.uint32(18).fork()).join();
     }
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): SendMessageRequest {
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitMessageRequest {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -696,7 +695,7 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseSendMessageRequest();
+      const message = createBaseSubmitMessageRequest();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -713,7 +712,7 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
               break;
             }
 
-            message.request = SendMessageRequest4.decode(reader, reader.uint32());
+            message.request = SendMessageRequest.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -728,34 +727,34 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     }
   },
 
-  fromJSON(object: any): SendMessageRequest {
+  fromJSON(object: any): SubmitMessageRequest {
     return {
       context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
-      request: isSet(object.request) ? SendMessageRequest4.fromJSON(object.request) : undefined,
+      request: isSet(object.request) ? SendMessageRequest.fromJSON(object.request) : undefined,
     };
   },
 
-  toJSON(message: SendMessageRequest): unknown {
+  toJSON(message: SubmitMessageRequest): unknown {
     const obj: any = {};
     if (message.context !== undefined) {
       obj.context = CallContext.toJSON(message.context);
     }
     if (message.request !== undefined) {
-      obj.request = SendMessageRequest4.toJSON(message.request);
+      obj.request = SendMessageRequest.toJSON(message.request);
     }
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<SendMessageRequest>, I>>(base?: I): SendMessageRequest {
-    return SendMessageRequest.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<SubmitMessageRequest>, I>>(base?: I): SubmitMessageRequest {
+    return SubmitMessageRequest.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<SendMessageRequest>, I>>(object: I): SendMessageRequest {
-    const message = createBaseSendMessageRequest();
+  fromPartial<I extends Exact<DeepPartial<SubmitMessageRequest>, I>>(object: I): SubmitMessageRequest {
+    const message = createBaseSubmitMessageRequest();
     message.context = (object.context !== undefined && object.context !== null)
       ? CallContext.fromPartial(object.context)
       : undefined;
     message.request = (object.request !== undefined && object.request !== null)
-      ? SendMessageRequest4.fromPartial(object.request)
+      ? SendMessageRequest.fromPartial(object.request)
       : undefined;
     return message;
   },
@@ -771,7 +770,7 @@ export const DecideApprovalRequest: MessageFns<DecideApprovalRequest> = {
       CallContext.encode(message.context, writer.uint32(10).fork()).join();
     }
     if (message.request !== undefined) {
-      DecideApprovalRequest5.encode(message.request, writer.uint32(18).fork()).join();
+      DecideApprovalRequest4.encode(message.request, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -802,7 +801,7 @@ export const DecideApprovalRequest: MessageFns<DecideApprovalRequest> = {
               break;
             }
 
-            message.request = DecideApprovalRequest5.decode(reader, reader.uint32());
+            message.request = DecideApprovalRequest4.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -820,7 +819,7 @@ export const DecideApprovalRequest: MessageFns<DecideApprovalRequest> = {
   fromJSON(object: any): DecideApprovalRequest {
     return {
       context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
-      request: isSet(object.request) ? DecideApprovalRequest5.fromJSON(object.request) : undefined,
+      request: isSet(object.request) ? DecideApprovalRequest4.fromJSON(object.request) : undefined,
     };
   },
 
@@ -830,7 +829,7 @@ export const DecideApprovalRequest: MessageFns<DecideApprovalRequest> = {
       obj.context = CallContext.toJSON(message.context);
     }
     if (message.request !== undefined) {
-      obj.request = DecideApprovalRequest5.toJSON(message.request);
+      obj.request = DecideApprovalRequest4.toJSON(message.request);
     }
     return obj;
   },
@@ -844,7 +843,7 @@ export const DecideApprovalRequest: MessageFns<DecideApprovalRequest> = {
       ? CallContext.fromPartial(object.context)
       : undefined;
     message.request = (object.request !== undefined && object.request !== null)
-      ? DecideApprovalRequest5.fromPartial(object.request)
+      ? DecideApprovalRequest4.fromPartial(object.request)
       : undefined;
     return message;
   },
@@ -860,7 +859,7 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
       CallContext.encode(message.context, writer.uint32(10).fork()).join();
     }
     if (message.request !== undefined) {
-      CancelTurnRequest6.encode(message.request, writer.uint32(18).fork()).join();
+      CancelTurnRequest5.encode(message.request, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -891,7 +890,7 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
               break;
             }
 
-            message.request = CancelTurnRequest6.decode(reader, reader.uint32());
+            message.request = CancelTurnRequest5.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -909,7 +908,7 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
   fromJSON(object: any): CancelTurnRequest {
     return {
       context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
-      request: isSet(object.request) ? CancelTurnRequest6.fromJSON(object.request) : undefined,
+      request: isSet(object.request) ? CancelTurnRequest5.fromJSON(object.request) : undefined,
     };
   },
 
@@ -919,7 +918,7 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
       obj.context = CallContext.toJSON(message.context);
     }
     if (message.request !== undefined) {
-      obj.request = CancelTurnRequest6.toJSON(message.request);
+      obj.request = CancelTurnRequest5.toJSON(message.request);
     }
     return obj;
   },
@@ -933,7 +932,7 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
       ? CallContext.fromPartial(object.context)
       : undefined;
     message.request = (object.request !== undefined && object.request !== null)
-      ? CancelTurnRequest6.fromPartial(object.request)
+      ? CancelTurnRequest5.fromPartial(object.request)
       : undefined;
     return message;
   },
@@ -2588,20 +2587,15 @@ export interface AgentServiceClient {
 
   listConversations(request: ListConversationsRequest, metadata?: Metadata): Observable<ListConversationsResponse>;
 
-  /** Adds a user message and streams the turn it starts (see ConversationService.SendMessage). */
-
-  sendMessage(request: SendMessageRequest, metadata?: Metadata): Observable<TurnEvent>;
-
   /**
    * Adds a user message and answers once its turn is recorded (started, or queued behind the
    * running one with `if_busy` ENQUEUE); the turn then runs on without the caller, who follows
    * it on the conversation's events (HTTP 202 `{ turnId }`). A busy conversation: ABORTED.
-   *
-   * It takes the same request as SendMessage, because it is the same command answered sooner.
-   * buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+   * The gateway streams the turn itself (HTTP SSE and ConversationService.SendMessage) from the
+   * response's version and the conversation's log.
    */
 
-  submitMessage(request: SendMessageRequest, metadata?: Metadata): Observable<SubmitMessageResponse>;
+  submitMessage(request: SubmitMessageRequest, metadata?: Metadata): Observable<SubmitMessageResponse>;
 
   /** Approves or denies a pending tool call. Unknown approval: NOT_FOUND; decided: ABORTED. */
 
@@ -2700,21 +2694,16 @@ export interface AgentServiceController {
     metadata?: Metadata,
   ): Promise<ListConversationsResponse> | Observable<ListConversationsResponse> | ListConversationsResponse;
 
-  /** Adds a user message and streams the turn it starts (see ConversationService.SendMessage). */
-
-  sendMessage(request: SendMessageRequest, metadata?: Metadata): Observable<TurnEvent>;
-
   /**
    * Adds a user message and answers once its turn is recorded (started, or queued behind the
    * running one with `if_busy` ENQUEUE); the turn then runs on without the caller, who follows
    * it on the conversation's events (HTTP 202 `{ turnId }`). A busy conversation: ABORTED.
-   *
-   * It takes the same request as SendMessage, because it is the same command answered sooner.
-   * buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+   * The gateway streams the turn itself (HTTP SSE and ConversationService.SendMessage) from the
+   * response's version and the conversation's log.
    */
 
   submitMessage(
-    request: SendMessageRequest,
+    request: SubmitMessageRequest,
     metadata?: Metadata,
   ): Promise<SubmitMessageResponse> | Observable<SubmitMessageResponse> | SubmitMessageResponse;
 
@@ -2800,7 +2789,6 @@ export function AgentServiceControllerMethods() {
       "createConversation",
       "getConversation",
       "listConversations",
-      "sendMessage",
       "submitMessage",
       "decideApproval",
       "cancelTurn",
