@@ -1,3 +1,4 @@
+// Runs the IdempotencyStore contract suite (its assertions are in idempotency-store.contract.ts) on this adapter.
 import { describeIdempotencyStoreContract } from './idempotency-store.contract.js';
 import { InMemoryIdempotencyStore } from './in-memory-idempotency-store.js';
 

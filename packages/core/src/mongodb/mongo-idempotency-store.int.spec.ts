@@ -1,3 +1,4 @@
+// Runs the IdempotencyStore contract suite (its assertions are in idempotency-store.contract.ts) on this adapter.
 import { mongoUrlFor, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll } from 'vitest';
 import { describeIdempotencyStoreContract } from '../idempotency/idempotency-store.contract.js';

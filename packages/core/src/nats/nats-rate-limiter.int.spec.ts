@@ -1,3 +1,4 @@
+// Runs the RateLimiter contract suite (its assertions are in rate-limiter.contract.ts) on this adapter.
 import { testInfra, uniqueName } from '@keel/testkit';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';

@@ -1,3 +1,4 @@
+// Runs the RateLimiter contract suite (its assertions are in rate-limiter.contract.ts) on this adapter.
 import { InMemoryRateLimiter } from './in-memory-rate-limiter.js';
 import { describeRateLimiterContract } from './rate-limiter.contract.js';
 
