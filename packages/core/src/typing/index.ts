@@ -1,3 +1,4 @@
 export * from './event.js';
 export * from './stream-name.js';
 export * from './ids.js';
+export * from './own-keys.js';
