@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, ValidationError } from '@keel/core';
+import { NotFoundError, ValidationError, ownValue } from '@keel/core';
 import type {
   AgentServiceController,
   CancelTurnRequest,
@@ -161,7 +161,7 @@ export class AgentController implements AgentServiceController {
       // The decider checks the shape; only a JSON-schema compiler can say the schema works.
       this.catalog.assertToolSchema(tool.inputSchema);
       const state = await this.config.apply(ctx, { type: 'PutTool', tool, at: now() });
-      return { tool: toolMessage(state.tools[tool.name] ?? tool) };
+      return { tool: toolMessage(ownValue(state.tools, tool.name) ?? tool) };
     });
   }
 
@@ -178,14 +178,14 @@ export class AgentController implements AgentServiceController {
       if (!request.agent) throw requiredField('agent');
       const agent = agentDefinitionOf(request.agent);
       const state = await this.config.apply(ctx, { type: 'PutAgent', agent, at: now() });
-      return { agent: agentMessage(state.agents[agent.agentId] ?? agent) };
+      return { agent: agentMessage(ownValue(state.agents, agent.agentId) ?? agent) };
     });
   }
 
   getAgent(request: GetAgentRequest): Promise<GetAgentResponse> {
     return this.call('GetAgent', request.context, ADMIN, async (ctx) => {
       const agentId = required(request.agentId, 'agentId');
-      const agent = (await this.config.load(ctx.tenantId)).agents[agentId];
+      const agent = ownValue((await this.config.load(ctx.tenantId)).agents, agentId);
       if (!agent) throw new NotFoundError(`agent ${agentId} not found`);
       return { agent: agentMessage(agent) };
     });

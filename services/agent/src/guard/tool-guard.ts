@@ -43,7 +43,7 @@ const refuse = (code: string, message: string): ToolCallVerdict => ({
  */
 export const guardToolCall = (input: GuardInput): ToolCallVerdict => {
   const { name, tool, agent, role, phase, argErrors } = input;
-  if (!tool || !agent.tools.includes(name)) {
+  if (!tool || typeof name !== 'string' || tool.name !== name || !agent.tools.includes(name)) {
     const available = agent.tools.length > 0 ? agent.tools.join(', ') : 'none';
     return refuse('unknown_tool', `there is no tool named "${name}". Tools available: ${available}.`);
   }

@@ -1,5 +1,5 @@
 import type { EventBus, EventStore, CommandHandler } from '@keel/core';
-import { NotFoundError, streamName, uuidv7 } from '@keel/core';
+import { NotFoundError, ownValue, streamName, uuidv7 } from '@keel/core';
 import type { AgentDefinition, ConversationEvent, EventError } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
@@ -270,7 +270,7 @@ export class ConversationService {
   }
 
   private async agent(tenantId: string, agentId: string): Promise<AgentDefinition> {
-    const agent = (await this.config.load(tenantId)).agents[agentId];
+    const agent = ownValue((await this.config.load(tenantId)).agents, agentId);
     if (!agent) throw new NotFoundError(`agent ${agentId} not found`);
     return agent;
   }

@@ -1,3 +1,4 @@
+import { ownValue } from '@keel/core';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { GuardedTool } from '../guard/tool-guard.js';
 import type { PromptTool } from '../prompt/prompt.js';
@@ -21,7 +22,7 @@ export type ResolvedTool = PromptTool & GuardedTool;
 /** The tools an agent has, from the tenant's definitions and the built-ins (missing ones are skipped). */
 export const resolveTools = (names: string[], config: TenantConfig, catalog: ToolCatalog): ResolvedTool[] =>
   names.flatMap((name): ResolvedTool[] => {
-    const own = config.tools[name];
+    const own = ownValue(config.tools, name);
     if (own) {
       return [
         {

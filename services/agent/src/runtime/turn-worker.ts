@@ -6,7 +6,7 @@ import type {
   EventStore,
   RecordedEvent,
 } from '@keel/core';
-import { KeelError, parseStreamName, uuidv7 } from '@keel/core';
+import { KeelError, ownValue, parseStreamName, uuidv7 } from '@keel/core';
 import type { ToolCallExecuted } from '@keel/events';
 import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
@@ -154,7 +154,7 @@ export class TurnWorker {
     const log = { tenantId, conversationId, turnId: turn.turnId, step, correlationId: ctx.correlationId };
 
     const tenant = await config.load(tenantId);
-    const agent = tenant.agents[turn.agent.agentId];
+    const agent = ownValue(tenant.agents, turn.agent.agentId);
     if (!agent) {
       await this.fail(
         ctx,
@@ -212,21 +212,37 @@ export class TurnWorker {
     // transcript then uses on both sides (assistant tool_calls and tool results).
     const calls = output.toolCalls.map((c) => ({ ...c, toolCallId: uuidv7() }));
     const verdicts: ToolCallVerdict[] = calls.map((call) => {
-      const tool = tools.find((t) => t.name === call.name);
-      const argErrors =
-        typeof call.args === 'string'
-          ? [{ path: '', message: `arguments are not valid JSON: ${call.args.slice(0, 200)}` }]
-          : tool
-            ? this.deps.catalog.validate(tool.inputSchema, call.args)
-            : [];
-      return guardToolCall({
-        name: call.name,
-        argErrors,
-        tool,
-        agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
-        role: turn.role,
-        phase: state.phase ?? agent.phases?.initial,
-      });
+      // Whatever the model named or sent, the verdict is one the model sees: a throw here would
+      // redeliver the step (a paid model call each time) until it is dead-lettered.
+      try {
+        const tool = tools.find((t) => t.name === call.name);
+        const argErrors =
+          typeof call.args === 'string'
+            ? [{ path: '', message: `arguments are not valid JSON: ${call.args.slice(0, 200)}` }]
+            : tool
+              ? this.deps.catalog.validate(tool.inputSchema, call.args)
+              : [];
+        return guardToolCall({
+          name: call.name,
+          argErrors,
+          tool,
+          agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
+          role: turn.role,
+          phase: state.phase ?? agent.phases?.initial,
+        });
+      } catch (error) {
+        logger.warn(
+          { ...log, err: error, tool: String(call.name).slice(0, 64) },
+          'tool call refused: not checkable',
+        );
+        return {
+          kind: 'refuse',
+          error: {
+            code: 'invalid_tool_call',
+            message: `the call to "${String(call.name).slice(0, 64)}" could not be checked; do the task without it.`,
+          },
+        };
+      }
     });
     let recorded: { version: number };
     try {

@@ -381,6 +381,59 @@ describe('turn worker', () => {
     expect(tool?.content).toContain('invalid_arguments');
   });
 
+  it('a call to a tool named like a prototype member is a tool error the model sees, and the turn ends', async () => {
+    const t = await setup({
+      'use the odd tools': [
+        {
+          toolCalls: [
+            { toolCallId: 'c1', name: 'constructor', args: { id: '1' } },
+            { toolCallId: 'c2', name: 'toString', args: { id: '2' } },
+            { toolCallId: 'c3', name: '__proto__', args: { id: '3' } },
+          ],
+        },
+        { text: 'Done without them.' },
+      ],
+    });
+    stop = t.stop;
+    // An agent stored before names were checked against own properties lists `constructor`.
+    await t.store.append('acme', streamName('tenantconfig', 'acme'), [
+      {
+        type: 'AgentConfigured',
+        data: {
+          agent: {
+            agentId: 'odd',
+            model: 'openai:gpt-test',
+            instructions: '',
+            tools: ['constructor', 'toString', 'lookup'],
+            maxSteps: 4,
+            temperature: 0,
+            toolResultMaxChars: 2_000,
+          },
+          at: 'now',
+        },
+        metadata: {},
+      },
+    ]);
+    const { id } = await t.conversations.create(ctx, { agentId: 'odd' });
+    await t.conversations.send(ctx, id, { content: 'use the odd tools' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    const view = await t.conversations.get('acme', id);
+    const results = view.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(results).toHaveLength(3);
+    for (const content of results) expect(content).toContain('unknown_tool');
+    expect(view.messages.at(-1)?.content).toBe('Done without them.');
+    expect(t.executed).toEqual([]);
+    expect(t.model.calls[0]!.tools.map((tool) => tool.name)).toEqual(['lookup']);
+  });
+
+  it('a conversation cannot be created for an agent named like a prototype member', async () => {
+    const t = await setup({});
+    stop = t.stop;
+    for (const agentId of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+      await expect(t.conversations.create(ctx, { agentId })).rejects.toThrow(/not found/);
+    }
+  });
+
   it('two workers on one durable: each step runs once, across many conversations at once', async () => {
     const scripts: Record<string, Script> = {};
     for (let i = 0; i < 12; i++) {

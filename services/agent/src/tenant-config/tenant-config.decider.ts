@@ -1,5 +1,5 @@
 import type { Decider } from '@keel/core';
-import { ValidationError } from '@keel/core';
+import { ValidationError, hasOwnKey, withOwn } from '@keel/core';
 import type {
   AgentDefinition,
   KeyRole,
@@ -16,6 +16,10 @@ export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 const AGENT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$/;
 const ROLES: readonly KeyRole[] = ['admin', 'editor', 'viewer'];
+/** Most tools an agent may list (API.md bounds what one request may ask for). */
+export const MAX_AGENT_TOOLS = 128;
+/** Largest tool `inputSchema` as JSON text. */
+export const MAX_SCHEMA_BYTES = 64 * 1024;
 
 /** A tenant's configuration, rebuilt from its stream. Secrets stay sealed in it. */
 export interface TenantConfig {
@@ -65,6 +69,12 @@ const checkTool = (tool: ToolDefinition): void => {
   checkUrl('url', tool.url);
   if (tool.approval !== 'never' && tool.approval !== 'always')
     fail('approval', 'approval must be "never" or "always"');
+  if (JSON.stringify(tool.inputSchema).length > MAX_SCHEMA_BYTES) {
+    fail('inputSchema', `inputSchema must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
+  }
+  if (!Array.isArray(tool.phases) || tool.phases.length > 50 || tool.phases.some((p) => p.length > 64)) {
+    fail('phases', 'phases must be at most 50 phase names of at most 64 characters');
+  }
   if (!Array.isArray(tool.roles) || tool.roles.some((r) => !ROLES.includes(r))) {
     fail('roles', 'roles must be a list of admin, editor, viewer');
   }
@@ -85,10 +95,19 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   if (typeof agent.instructions !== 'string' || agent.instructions.length > 100_000) {
     fail('instructions', 'instructions must be a string of at most 100000 characters');
   }
+  if (!Array.isArray(agent.tools) || agent.tools.length > MAX_AGENT_TOOLS) {
+    fail('tools', `tools must be a list of at most ${MAX_AGENT_TOOLS} tool names`);
+  }
   const unknown = agent.tools.filter(
-    (t) => !(t in state.tools) && !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t),
+    (t) => !hasOwnKey(state.tools, t) && !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t),
   );
-  if (unknown.length > 0) fail('tools', `unknown tools: ${unknown.join(', ')}`);
+  if (unknown.length > 0) {
+    const shown = unknown.slice(0, 5).map((t) => (t.length > 64 ? `${t.slice(0, 64)}…` : t));
+    fail(
+      'tools',
+      `unknown tools: ${shown.join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}`,
+    );
+  }
   if (new Set(agent.tools).size !== agent.tools.length) fail('tools', 'tools must not repeat');
   if (!Number.isInteger(agent.maxSteps) || agent.maxSteps < 1 || agent.maxSteps > 100) {
     fail('maxSteps', 'maxSteps must be an integer from 1 to 100');
@@ -105,6 +124,7 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
       ...phases.transitions.flatMap((t) => [t.to, ...(t.from ? [t.from] : [])]),
     ]);
     if (!phases.initial) fail('phases.initial', 'phases.initial is required');
+    if (phases.transitions.length > 200) fail('phases.transitions', 'at most 200 transitions');
     const badTool = phases.transitions.find((t) => !agent.tools.includes(t.tool));
     if (badTool) fail('phases.transitions', `transition on "${badTool.tool}", which the agent does not have`);
     if (named.size > 50) fail('phases', 'at most 50 phases');
@@ -151,9 +171,9 @@ export const tenantConfigDecider: Decider<TenantConfig, TenantConfigCommand, Ten
   evolve: (state, event) => {
     switch (event.type) {
       case 'ToolConfigured':
-        return { ...state, tools: { ...state.tools, [event.data.tool.name]: event.data.tool } };
+        return { ...state, tools: withOwn(state.tools, event.data.tool.name, event.data.tool) };
       case 'AgentConfigured':
-        return { ...state, agents: { ...state.agents, [event.data.agent.agentId]: event.data.agent } };
+        return { ...state, agents: withOwn(state.agents, event.data.agent.agentId, event.data.agent) };
       case 'ProviderConfigured': {
         const { provider, apiKey, baseUrl } = event.data;
         return {
