@@ -49,6 +49,20 @@ export interface AgentPhases {
   transitions: Array<{ from?: string; tool: string; to: string }>;
 }
 
+/**
+ * The client request (its `Idempotency-Key`) a command came from, recorded on the event that
+ * accepted it so a retry of that request, through any gateway, after any failure, gets the first
+ * outcome instead of doing the work again (the conversation decider looks it up). `key` is a
+ * digest of the operation and the client's key (the key itself is never stored); `hash` is an
+ * HMAC of the request's fields under the client's key, so the same key with another request is
+ * a conflict. An optional field added to ConversationCreated, UserMessageAdded, ApprovalDecided
+ * and TurnCancelled: events recorded before it (or without a key) lack it and read the same.
+ */
+export interface AcceptedRequest {
+  key: string;
+  hash: string;
+}
+
 /** The conversation exists. */
 export type ConversationCreated = EventData<
   'ConversationCreated',
@@ -58,13 +72,22 @@ export type ConversationCreated = EventData<
     title?: string;
     metadata?: Record<string, string>;
     createdAt: string;
+    /** The create request's Idempotency-Key (see AcceptedRequest); absent without one. */
+    request?: AcceptedRequest;
   }
 >;
 
 /** A user message was added; it starts (or queues) a turn. */
 export type UserMessageAdded = EventData<
   'UserMessageAdded',
-  { messageId: string; turnId: string; content: string; at: string }
+  {
+    messageId: string;
+    turnId: string;
+    content: string;
+    at: string;
+    /** The send request's Idempotency-Key (see AcceptedRequest); absent without one. */
+    request?: AcceptedRequest;
+  }
 >;
 
 /** A message arrived while a turn ran, with `ifBusy: enqueue`: its turn runs after the current one. */
@@ -121,6 +144,8 @@ export type ApprovalDecided = EventData<
     by: string;
     reason?: string;
     at: string;
+    /** The decide request's Idempotency-Key (see AcceptedRequest); absent without one. */
+    request?: AcceptedRequest;
   }
 >;
 
@@ -156,7 +181,14 @@ export type TurnFailed = EventData<'TurnFailed', { turnId: string; error: EventE
 /** The turn was cancelled; its pending approvals are withdrawn (API `turn.cancelled`). */
 export type TurnCancelled = EventData<
   'TurnCancelled',
-  { turnId: string; by: string; withdrawnApprovals: string[]; at: string }
+  {
+    turnId: string;
+    by: string;
+    withdrawnApprovals: string[];
+    at: string;
+    /** The cancel request's Idempotency-Key (see AcceptedRequest); absent without one. */
+    request?: AcceptedRequest;
+  }
 >;
 
 /** Every event of a conversation stream. */

@@ -1,4 +1,4 @@
-import type { ActorRole, AgentSnapshot, EventError, ModelUsage } from '@keel/events';
+import type { AcceptedRequest, ActorRole, AgentSnapshot, EventError, ModelUsage } from '@keel/events';
 
 /** What to do with a message that arrives while a turn runs (API `ifBusy`). */
 export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
@@ -15,6 +15,8 @@ export type ConversationCommand =
       agentId: string;
       title?: string;
       metadata?: Record<string, string>;
+      /** The client request (Idempotency-Key) it came from: a retry of it gets the first answer. */
+      request?: AcceptedRequest;
       at: string;
     }
   | {
@@ -26,6 +28,8 @@ export type ConversationCommand =
       agent: AgentSnapshot;
       role: ActorRole;
       by: string;
+      /** The client request (Idempotency-Key) it came from: a retry of it gets the first turn. */
+      request?: AcceptedRequest;
       at: string;
     }
   | {
@@ -47,6 +51,8 @@ export type ConversationCommand =
       decision: 'approve' | 'deny';
       by: string;
       reason?: string;
+      /** The client request (Idempotency-Key) it came from: a retry of it gets the first answer. */
+      request?: AcceptedRequest;
       at: string;
     }
   | {
@@ -58,4 +64,10 @@ export type ConversationCommand =
       at: string;
     }
   | { type: 'FailTurn'; turnId: string; error: EventError; at: string }
-  | { type: 'CancelTurn'; by: string; at: string };
+  | {
+      type: 'CancelTurn';
+      by: string;
+      /** The client request (Idempotency-Key) it came from: a retry of it cancels nothing more. */
+      request?: AcceptedRequest;
+      at: string;
+    };

@@ -1,9 +1,9 @@
 import type { Decider } from '@keel/core';
 import { NotFoundError, PreconditionError, ValidationError } from '@keel/core';
-import type { ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
+import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
 import type { ConversationCommand } from './conversation.commands.js';
-import type { Conversation, CurrentTurn } from './conversation.state.js';
-import { evolve, initialConversation } from './conversation.state.js';
+import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
+import { acceptedRequest, evolve, initialConversation } from './conversation.state.js';
 import { nextPhase } from '../guard/tool-guard.js';
 
 /** A message longer than this is refused (the gateway enforces its own, usually smaller, limit). */
@@ -15,6 +15,31 @@ export class ConversationConflictError extends PreconditionError {
     super(message, { details: { ...details, conflict: true } });
   }
 }
+
+/**
+ * The first outcome of the client request a command came from, when the conversation accepted it
+ * already (a retry: nothing is appended again). The same key with another request, or for another
+ * operation, is a conflict naming Idempotency-Key.
+ */
+const acceptedBefore = <K extends AcceptedRequestOutcome['kind']>(
+  state: Conversation,
+  request: AcceptedRequest | undefined,
+  kind: K,
+): Extract<AcceptedRequestOutcome, { kind: K }> | undefined => {
+  if (!request) return undefined;
+  const seen = acceptedRequest(state, request.key);
+  if (!seen) return undefined;
+  if (seen.kind !== kind || seen.hash !== request.hash) {
+    throw new ConversationConflictError('Idempotency-Key was already used with a different request', {
+      field: 'Idempotency-Key',
+    });
+  }
+  return seen as Extract<AcceptedRequestOutcome, { kind: K }>;
+};
+
+/** The `request` field of an event: present only when the command came with one. */
+const withRequest = (request: AcceptedRequest | undefined): { request?: AcceptedRequest } =>
+  request ? { request } : {};
 
 const requireExists = (state: Conversation): void => {
   if (state.status === 'new') throw new NotFoundError('conversation not found');
@@ -65,9 +90,10 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
   switch (command.type) {
     case 'CreateConversation': {
       if (state.status !== 'new') {
+        if (acceptedBefore(state, command.request, 'create')) return [];
         throw new ConversationConflictError('conversation already exists', { conversationId: state.id });
       }
-      const { conversationId, agentId, title, metadata, at } = command;
+      const { conversationId, agentId, title, metadata, request, at } = command;
       return [
         {
           type: 'ConversationCreated',
@@ -77,19 +103,24 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
             createdAt: at,
             ...(title ? { title } : {}),
             ...(metadata ? { metadata } : {}),
+            ...withRequest(request),
           },
         },
       ];
     }
     case 'SubmitMessage': {
       requireExists(state);
-      const { turnId, messageId, content, ifBusy, agent, role, by, at } = command;
+      if (acceptedBefore(state, command.request, 'message')) return [];
+      const { turnId, messageId, content, ifBusy, agent, role, by, request, at } = command;
       if (content.trim().length === 0)
         throw new ValidationError('content must not be empty', { field: 'content' });
       if (content.length > MAX_MESSAGE_CHARS) {
         throw new ValidationError(`content is over ${MAX_MESSAGE_CHARS} characters`, { field: 'content' });
       }
-      const added: ConversationEvent = { type: 'UserMessageAdded', data: { messageId, turnId, content, at } };
+      const added: ConversationEvent = {
+        type: 'UserMessageAdded',
+        data: { messageId, turnId, content, at, ...withRequest(request) },
+      };
       if (!state.turn) return [added, { type: 'TurnStarted', data: { turnId, agent, role, at } }];
       switch (ifBusy) {
         case 'reject':
@@ -177,7 +208,8 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
     }
     case 'DecideApproval': {
       requireExists(state);
-      const { approvalId, decision, by, reason, at } = command;
+      if (acceptedBefore(state, command.request, 'approval')) return [];
+      const { approvalId, decision, by, reason, request, at } = command;
       const pending = state.pendingApprovals.find((a) => a.approvalId === approvalId);
       if (!pending) {
         if (state.decidedApprovals.includes(approvalId)) {
@@ -188,7 +220,16 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
       const { turnId, toolCallId, tool } = pending;
       const decided: ConversationEvent = {
         type: 'ApprovalDecided',
-        data: { turnId, approvalId, toolCallId, decision, by, ...(reason ? { reason } : {}), at },
+        data: {
+          turnId,
+          approvalId,
+          toolCallId,
+          decision,
+          by,
+          ...(reason ? { reason } : {}),
+          at,
+          ...withRequest(request),
+        },
       };
       if (decision === 'approve') return [decided];
       const message = `denied by ${by}${reason ? `: ${reason}` : ''}`;
@@ -253,8 +294,9 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
     }
     case 'CancelTurn': {
       requireExists(state);
+      if (acceptedBefore(state, command.request, 'cancel')) return [];
       if (!state.turn) throw new ConversationConflictError('no turn is running');
-      const cancelled = cancelTurn(state, state.turn, command.by, command.at);
+      const cancelled = cancelTurn(state, state.turn, command.by, command.at, command.request);
       return [...cancelled, ...startNextQueued(state, command.at)];
     }
     default: {
@@ -265,11 +307,20 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
   return [];
 };
 
-const cancelTurn = (state: Conversation, turn: CurrentTurn, by: string, at: string): ConversationEvent[] => {
+const cancelTurn = (
+  state: Conversation,
+  turn: CurrentTurn,
+  by: string,
+  at: string,
+  request?: AcceptedRequest,
+): ConversationEvent[] => {
   const withdrawn = state.pendingApprovals.filter((a) => a.turnId === turn.turnId).map((a) => a.approvalId);
   return [
     ...closeOpenCalls(turn, { code: 'cancelled', message: `not run: the turn was cancelled by ${by}` }, at),
-    { type: 'TurnCancelled', data: { turnId: turn.turnId, by, withdrawnApprovals: withdrawn, at } },
+    {
+      type: 'TurnCancelled',
+      data: { turnId: turn.turnId, by, withdrawnApprovals: withdrawn, at, ...withRequest(request) },
+    },
   ];
 };
 

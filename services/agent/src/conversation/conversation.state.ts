@@ -41,6 +41,16 @@ export interface CurrentTurn {
   toolCalls: TurnToolCall[];
 }
 
+/**
+ * A client request the conversation accepted (by the `request` of the event that recorded it),
+ * with what its first answer said: a retry of it is answered the same, with nothing appended.
+ */
+export type AcceptedRequestOutcome =
+  | { kind: 'create'; hash: string }
+  | { kind: 'message'; hash: string; turnId: string; version: number }
+  | { kind: 'approval'; hash: string; approvalId: string; decision: 'approve' | 'deny' }
+  | { kind: 'cancel'; hash: string; turnId: string };
+
 /** The conversation rebuilt from its events: plain JSON, so it snapshots as it is. */
 export interface Conversation {
   id: string;
@@ -63,6 +73,14 @@ export interface Conversation {
   usage: { promptTokens: number; completionTokens: number; cacheReadTokens: number; costUsd: number };
   /** The agent phase the conversation is in; undefined means the agent's initial phase. */
   phase?: string;
+  /** Events folded so far: the stream version this state is at. */
+  version: number;
+  /**
+   * Every client request the conversation accepted, by `AcceptedRequest.key` (a hex digest): kept
+   * for the conversation's life (one small entry per keyed request; the messages are larger), so
+   * a retry at any time is recognised, and in snapshots, so snapshot + newer events answer alike.
+   */
+  requests: Record<string, AcceptedRequestOutcome>;
 }
 
 /** A conversation before its first event. */
@@ -77,7 +95,57 @@ export const initialConversation = (): Conversation => ({
   pendingApprovals: [],
   decidedApprovals: [],
   usage: { promptTokens: 0, completionTokens: 0, cacheReadTokens: 0, costUsd: 0 },
+  version: 0,
+  requests: {},
 });
+
+/** The request an event accepted, and the outcome a retry of it is answered with. */
+const acceptedBy = (
+  state: Conversation,
+  event: ConversationEvent,
+): [string, AcceptedRequestOutcome] | undefined => {
+  switch (event.type) {
+    case 'ConversationCreated': {
+      const { request } = event.data;
+      return request && [request.key, { kind: 'create', hash: request.hash }];
+    }
+    case 'UserMessageAdded': {
+      const { request, turnId } = event.data;
+      // The version just before the message: every event of its turn comes after it.
+      return (
+        request && [request.key, { kind: 'message', hash: request.hash, turnId, version: state.version }]
+      );
+    }
+    case 'ApprovalDecided': {
+      const { request, approvalId, decision } = event.data;
+      return request && [request.key, { kind: 'approval', hash: request.hash, approvalId, decision }];
+    }
+    case 'TurnCancelled': {
+      const { request, turnId } = event.data;
+      return request && [request.key, { kind: 'cancel', hash: request.hash, turnId }];
+    }
+    default:
+      return undefined;
+  }
+};
+
+/**
+ * Folds one event into the conversation: counts it (the state's version) and remembers the
+ * client request it accepted, whatever else the event does.
+ */
+export const evolve = (state: Conversation, event: ConversationEvent): Conversation => {
+  const accepted = acceptedBy(state, event);
+  const next = evolveEvent(state, event);
+  return {
+    ...next,
+    version: state.version + 1,
+    ...(accepted ? { requests: { ...state.requests, [accepted[0]]: accepted[1] } } : {}),
+  };
+};
+
+/** The outcome a request with this key had, if the conversation accepted one. */
+export const acceptedRequest = (state: Conversation, key: string): AcceptedRequestOutcome | undefined =>
+  Object.hasOwn(state.requests, key) ? state.requests[key] : undefined;
 
 /** The status a running turn has: paused while any of its tool calls awaits a decision. */
 const runningStatus = (turn: CurrentTurn): Conversation['status'] =>
@@ -94,8 +162,8 @@ const updateCall = (turn: CurrentTurn, toolCallId: string, change: Partial<TurnT
   toolCalls: turn.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, ...change } : c)),
 });
 
-/** Folds one event into the conversation. */
-export const evolve = (state: Conversation, event: ConversationEvent): Conversation => {
+/** What each event changes in the conversation itself. */
+const evolveEvent = (state: Conversation, event: ConversationEvent): Conversation => {
   switch (event.type) {
     case 'ConversationCreated': {
       const { conversationId, agentId, title, createdAt } = event.data;

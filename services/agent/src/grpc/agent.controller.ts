@@ -53,6 +53,8 @@ import {
   toolDefinitionOf,
   toolMessage,
 } from './agent.mapping.js';
+import { acceptedRequestOf } from './accepted-request.js';
+import { crashAfterCommitIfAsked } from './crash-after-commit.js';
 import type { Access } from './call-context.js';
 import { ADMIN, EDITOR, VIEWER, callContextOf, required } from './call-context.js';
 import type { AjvToolCatalog } from './tool-catalog.provider.js';
@@ -82,11 +84,16 @@ export class AgentController implements AgentServiceController {
       const agentId = required(input?.agentId, 'request.agentId');
       const title = input?.title ?? '';
       const metadata = input?.metadata ?? {};
-      const created = await this.conversations.create(ctx, {
-        agentId,
-        ...(title ? { title } : {}),
-        ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
-      });
+      const created = await this.conversations.create(
+        ctx,
+        {
+          agentId,
+          ...(title ? { title } : {}),
+          ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+        },
+        acceptedRequestOf('CreateConversation', input?.idempotencyKey, { agentId, title, metadata }),
+      );
+      crashAfterCommitIfAsked('CreateConversation');
       return {
         conversation: {
           id: created.id,
@@ -124,10 +131,14 @@ export class AgentController implements AgentServiceController {
     return this.call('SubmitMessage', request.context, EDITOR, async (ctx) => {
       const input = request.request;
       const conversationId = required(input?.conversationId, 'request.conversationId');
-      const { turnId, version } = await this.conversations.send(ctx, conversationId, {
-        content: input?.content ?? '',
-        ifBusy: ifBusyOf(input?.ifBusy),
-      });
+      const fields = { content: input?.content ?? '', ifBusy: ifBusyOf(input?.ifBusy) };
+      const { turnId, version } = await this.conversations.send(
+        ctx,
+        conversationId,
+        fields,
+        acceptedRequestOf('SubmitMessage', input?.idempotencyKey, fields),
+      );
+      crashAfterCommitIfAsked('SubmitMessage');
       return { turnId, version };
     });
   }
@@ -139,10 +150,14 @@ export class AgentController implements AgentServiceController {
       const approvalId = required(input?.approvalId, 'request.approvalId');
       const decision = decisionOf(input?.decision);
       const reason = input?.reason ?? '';
-      await this.conversations.decideApproval(ctx, conversationId, approvalId, {
-        decision,
-        ...(reason ? { reason } : {}),
-      });
+      await this.conversations.decideApproval(
+        ctx,
+        conversationId,
+        approvalId,
+        { decision, ...(reason ? { reason } : {}) },
+        acceptedRequestOf(`DecideApproval ${approvalId}`, input?.idempotencyKey, { decision, reason }),
+      );
+      crashAfterCommitIfAsked('DecideApproval');
       return { approvalId, decision: decisionMessage(decision) };
     });
   }
@@ -150,7 +165,13 @@ export class AgentController implements AgentServiceController {
   cancelTurn(request: CancelTurnRequest): Promise<CancelTurnResponse> {
     return this.call('CancelTurn', request.context, EDITOR, async (ctx) => {
       const conversationId = required(request.request?.conversationId, 'request.conversationId');
-      return this.conversations.cancel(ctx, conversationId);
+      const cancelled = await this.conversations.cancel(
+        ctx,
+        conversationId,
+        acceptedRequestOf('CancelTurn', request.request?.idempotencyKey, {}),
+      );
+      crashAfterCommitIfAsked('CancelTurn');
+      return cancelled;
     });
   }
 

@@ -1,12 +1,13 @@
 import type { EventBus, EventStore, CommandHandler } from '@keel/core';
-import { NotFoundError, ownValue, streamName, uuidv7 } from '@keel/core';
-import type { AgentDefinition, ConversationEvent, EventError } from '@keel/events';
+import { ConcurrencyError, NotFoundError, ownValue, streamName, uuidv7 } from '@keel/core';
+import type { AcceptedRequest, AgentDefinition, ConversationEvent, EventError } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
 import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
-import { conversationDecider } from '../conversation/conversation.decider.js';
+import { ConversationConflictError, conversationDecider } from '../conversation/conversation.decider.js';
 import type { Conversation } from '../conversation/conversation.state.js';
+import { acceptedRequest } from '../conversation/conversation.state.js';
 import { CachingCommandHandler } from './caching-command-handler.js';
 import type { CallContext } from './context.js';
 import { eventMetadata } from './context.js';
@@ -53,6 +54,33 @@ export interface ConversationServiceOptions {
 /** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
 const SNAPSHOT_EVERY = 20;
 
+/**
+ * Category of the streams that bind a create request's Idempotency-Key to the conversation it
+ * created: `conversation_key-<AcceptedRequest.key>`, one `ConversationKeyClaimed` event each.
+ */
+export const CONVERSATION_KEY_CATEGORY = 'conversation_key';
+
+/** The one event of a `conversation_key` stream: this key's create request made this conversation. */
+export interface ConversationKeyClaimed {
+  type: 'ConversationKeyClaimed';
+  data: { conversationId: string; hash: string; at: string };
+}
+
+/**
+ * A submit that found its request already accepted (a retry racing the first, decided after the
+ * first's append): thrown through the budget admission so the new reservation is given back.
+ */
+class AlreadyAccepted extends Error {
+  constructor(readonly state: Conversation) {
+    super('the request was accepted before');
+  }
+}
+
+const sameRequestConflict = (): ConversationConflictError =>
+  new ConversationConflictError('Idempotency-Key was already used with a different request', {
+    field: 'Idempotency-Key',
+  });
+
 /** The conversation use cases: create, send, approve or deny, cancel, read, record tool results. */
 export class ConversationService {
   readonly handler: CommandHandler<Conversation, ConversationCommand, ConversationEvent>;
@@ -67,23 +95,31 @@ export class ConversationService {
     this.clock = options.clock ?? (() => new Date().toISOString());
     // Remembers the conversations this process works on: a load reads only the newer events.
     this.handler = new CachingCommandHandler(store, conversationDecider, {
-      snapshot: { name: 'conversation-v2', every: SNAPSHOT_EVERY },
+      // v3: the state counts its version and keeps the accepted requests (v2 snapshots lack them).
+      snapshot: { name: 'conversation-v3', every: SNAPSHOT_EVERY },
     });
   }
 
+  /**
+   * Creates a conversation. With `request` (an Idempotency-Key) a retry, after any failure and
+   * on any instance, answers the conversation the first request created instead of a second one.
+   */
   async create(
     ctx: CallContext,
     input: { agentId: string; title?: string; metadata?: Record<string, string> },
+    request?: AcceptedRequest,
   ) {
     await this.agent(ctx.tenantId, input.agentId);
-    const conversationId = uuidv7();
+    const at = this.clock();
+    const conversationId = request ? await this.claimConversationId(ctx, request, at) : uuidv7();
     const result = await this.run(ctx, conversationId, {
       type: 'CreateConversation',
       conversationId,
       agentId: input.agentId,
       ...(input.title ? { title: input.title } : {}),
       ...(input.metadata ? { metadata: input.metadata } : {}),
-      at: this.clock(),
+      ...(request ? { request } : {}),
+      at,
     });
     await this.index(ctx.tenantId, conversationId, {
       agentId: input.agentId,
@@ -100,14 +136,23 @@ export class ConversationService {
 
   /**
    * Adds a user message; returns the turn it started or queued, and the conversation's version
-   * just before the message (every event of the turn comes after it).
+   * just before the message (every event of the turn comes after it). With `request` (an
+   * Idempotency-Key) the conversation's log answers a retry: the first request's turn and
+   * version, with nothing appended, nothing reserved and no second turn run.
    */
-  async send(ctx: CallContext, conversationId: string, input: { content: string; ifBusy?: IfBusy }) {
+  async send(
+    ctx: CallContext,
+    conversationId: string,
+    input: { content: string; ifBusy?: IfBusy },
+    request?: AcceptedRequest,
+  ): Promise<{ turnId: string; version: number }> {
     const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
     if (state.status === 'new') throw new NotFoundError('conversation not found');
+    const replayed = request && this.acceptedTurn(state, request);
+    if (replayed) return replayed;
     const agent = await this.agent(ctx.tenantId, state.agentId);
     const turnId = uuidv7();
-    const submitted = await this.admitted(ctx, conversationId, state, {
+    const command: Extract<ConversationCommand, { type: 'SubmitMessage' }> = {
       type: 'SubmitMessage',
       turnId,
       messageId: uuidv7(),
@@ -121,9 +166,19 @@ export class ConversationService {
       },
       role: ctx.role,
       by: ctx.userId,
+      ...(request ? { request } : {}),
       at: this.clock(),
-    });
-    return { turnId, version: submitted.version - submitted.events.length };
+    };
+    try {
+      const submitted = await this.admitted(ctx, conversationId, state, command);
+      const added = submitted.events.find((e) => e.type === 'UserMessageAdded');
+      // The version just before the message (after an interrupt's cancellation of the turn before).
+      return { turnId, version: (added?.version ?? submitted.version) - 1 };
+    } catch (error) {
+      // A retry that raced the first request and lost: the log has the first one's turn now.
+      if (error instanceof AlreadyAccepted && request) return this.acceptedTurn(error.state, request)!;
+      throw error;
+    }
   }
 
   async decideApproval(
@@ -131,27 +186,42 @@ export class ConversationService {
     conversationId: string,
     approvalId: string,
     input: { decision: 'approve' | 'deny'; reason?: string },
+    request?: AcceptedRequest,
   ) {
+    // A retry of an accepted decision (same Idempotency-Key and request) appends nothing.
     await this.run(ctx, conversationId, {
       type: 'DecideApproval',
       approvalId,
       decision: input.decision,
       by: ctx.userId,
       ...(input.reason ? { reason: input.reason } : {}),
+      ...(request ? { request } : {}),
       at: this.clock(),
     });
     return { approvalId, decision: input.decision };
   }
 
-  /** Cancels the running turn and tells whichever agent instance runs its model call to abort it. */
-  async cancel(ctx: CallContext, conversationId: string): Promise<{ turnId: string }> {
+  /**
+   * Cancels the running turn and tells whichever agent instance runs its model call to abort it.
+   * A retry of an accepted cancel (same Idempotency-Key) cancels nothing more and answers the
+   * turn it cancelled (the abort is told again: the first one may have died with its process).
+   */
+  async cancel(
+    ctx: CallContext,
+    conversationId: string,
+    request?: AcceptedRequest,
+  ): Promise<{ turnId: string }> {
     const result = await this.run(ctx, conversationId, {
       type: 'CancelTurn',
       by: ctx.userId,
+      ...(request ? { request } : {}),
       at: this.clock(),
     });
     const cancelled = result.events.find((e) => e.type === 'TurnCancelled');
-    const turnId = (cancelled?.data as { turnId: string }).turnId;
+    const first = request ? acceptedRequest(result.state, request.key) : undefined;
+    const turnId =
+      (cancelled?.data as { turnId: string } | undefined)?.turnId ??
+      (first?.kind === 'cancel' ? first.turnId : '');
     this.bus.ephemeral.publish({ kind: 'cancel', tenantId: ctx.tenantId, conversationId }, { turnId });
     return { turnId };
   }
@@ -240,7 +310,12 @@ export class ConversationService {
     command: Extract<ConversationCommand, { type: 'SubmitMessage' }>,
   ) {
     const budgets = this.options.budgets;
-    if (!budgets) return this.run(ctx, conversationId, command);
+    const submit = async () => {
+      const handled = await this.run(ctx, conversationId, command);
+      if (handled.events.length === 0) throw new AlreadyAccepted(handled.state);
+      return handled;
+    };
+    if (!budgets) return submit();
     conversationDecider.decide(command, state);
     return budgets.admit(
       {
@@ -250,8 +325,46 @@ export class ConversationService {
         at: command.at,
         metadata: eventMetadata(ctx),
       },
-      () => this.run(ctx, conversationId, command),
+      submit,
     );
+  }
+
+  /** The turn a message request was accepted with, if the log has it (else undefined). */
+  private acceptedTurn(
+    state: Conversation,
+    request: AcceptedRequest,
+  ): { turnId: string; version: number } | undefined {
+    const seen = acceptedRequest(state, request.key);
+    if (!seen) return undefined;
+    if (seen.kind !== 'message' || seen.hash !== request.hash) throw sameRequestConflict();
+    return { turnId: seen.turnId, version: seen.version };
+  }
+
+  /**
+   * The conversation id a create request's key stands for: a new one, bound to the key by the
+   * first append to the key's own stream (exactly one of racing creates wins it), or the one the
+   * first request bound. Another request with the key: a conflict naming Idempotency-Key.
+   */
+  private async claimConversationId(ctx: CallContext, request: AcceptedRequest, at: string): Promise<string> {
+    const stream = streamName(CONVERSATION_KEY_CATEGORY, request.key);
+    const conversationId = uuidv7();
+    const claimed: ConversationKeyClaimed = {
+      type: 'ConversationKeyClaimed',
+      data: { conversationId, hash: request.hash, at },
+    };
+    try {
+      await this.store.append(ctx.tenantId, stream, [{ ...claimed, metadata: eventMetadata(ctx) }], {
+        expectedVersion: 'no_stream',
+      });
+      return conversationId;
+    } catch (error) {
+      if (!(error instanceof ConcurrencyError)) throw error;
+    }
+    const [first] = await this.store.read(ctx.tenantId, stream, { fromVersion: 1 });
+    const data = first?.data as ConversationKeyClaimed['data'] | undefined;
+    if (!data) throw new ConcurrencyError(stream, 'no_stream', undefined);
+    if (data.hash !== request.hash) throw sameRequestConflict();
+    return data.conversationId;
   }
 
   /** Best effort: a failed write is reported, not thrown; the index projection records it later. */
