@@ -3,13 +3,24 @@
 import {
   fail,
   objectWith,
-  optionalInteger,
-  optionalNumber,
-  optionalObject,
+  optionalIntegerIn,
+  optionalJsonObject,
+  optionalNumberIn,
   optionalString,
   optionalStrings,
   optionalWord,
 } from './request-fields.js';
+
+/** A tool's `timeoutMs` when the body leaves it out (API.md's example), and its range. */
+export const TOOL_TIMEOUT_MS = { default: 10_000, min: 100, max: 120_000 } as const;
+/** An agent's `maxSteps` when the body leaves it out (API.md's example), and its range. */
+export const MAX_STEPS = { default: 8, min: 1, max: 100 } as const;
+/** An agent's `toolResultMaxChars` when the body leaves it out, and its range. */
+export const TOOL_RESULT_MAX_CHARS = { default: 8_000, min: 100, max: 1_000_000 } as const;
+/** Largest `inputSchema` (and agent `phases`) as JSON text. */
+export const MAX_SCHEMA_BYTES = 64 * 1024;
+/** Most tools an agent may list. */
+export const MAX_AGENT_TOOLS = 128;
 
 /** Providers a tenant may configure (API.md). */
 export const PROVIDERS = ['openai', 'anthropic', 'google', 'ollama'] as const;
@@ -69,18 +80,19 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     'phases',
     'timeoutMs',
   ]);
-  const inputSchema = optionalObject(object.inputSchema, 'inputSchema');
+  const inputSchema = optionalJsonObject(object.inputSchema, 'inputSchema', MAX_SCHEMA_BYTES);
   if (inputSchema === undefined) fail('inputSchema', 'inputSchema is required (a JSON schema object)');
+  const { min, max } = TOOL_TIMEOUT_MS;
   return {
     name,
-    description: optionalString(object.description, 'description') ?? '',
+    description: optionalString(object.description, 'description', 2000) ?? '',
     inputSchemaJson: JSON.stringify(inputSchema),
     kind: optionalWord(object.kind, 'kind', ['webhook'] as const) ?? 'webhook',
     url: optionalString(object.url, 'url', 2048) ?? '',
     approval: optionalWord(object.approval, 'approval', ['never', 'always'] as const) ?? 'never',
-    roles: optionalStrings(object.roles, 'roles') ?? [],
-    phases: optionalStrings(object.phases, 'phases') ?? [],
-    timeoutMs: optionalInteger(object.timeoutMs, 'timeoutMs') ?? 0,
+    roles: optionalStrings(object.roles, 'roles', 3, 16) ?? [],
+    phases: optionalStrings(object.phases, 'phases', 50, 64) ?? [],
+    timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,
   };
 };
 
@@ -97,15 +109,19 @@ export const parsePutAgent = (agentId: string, body: unknown): AgentMessage => {
   ]);
   const model = optionalString(object.model, 'model', 200);
   if (model === undefined || model.trim() === '') fail('model', 'model is required (provider:model)');
-  const phases = optionalObject(object.phases, 'phases');
+  const phases = optionalJsonObject(object.phases, 'phases', MAX_SCHEMA_BYTES, 4);
+  const chars = TOOL_RESULT_MAX_CHARS;
   return {
     agentId,
     model: model as string,
     instructions: optionalString(object.instructions, 'instructions') ?? '',
-    tools: optionalStrings(object.tools, 'tools') ?? [],
-    maxSteps: optionalInteger(object.maxSteps, 'maxSteps') ?? 0,
-    temperature: optionalNumber(object.temperature, 'temperature') ?? 0,
-    toolResultMaxChars: optionalInteger(object.toolResultMaxChars, 'toolResultMaxChars') ?? 0,
+    tools: optionalStrings(object.tools, 'tools', MAX_AGENT_TOOLS, 64) ?? [],
+    maxSteps:
+      optionalIntegerIn(object.maxSteps, 'maxSteps', MAX_STEPS.min, MAX_STEPS.max) ?? MAX_STEPS.default,
+    temperature: optionalNumberIn(object.temperature, 'temperature', 0, 2) ?? 0,
+    toolResultMaxChars:
+      optionalIntegerIn(object.toolResultMaxChars, 'toolResultMaxChars', chars.min, chars.max) ??
+      chars.default,
     phasesJson: phases === undefined ? '' : JSON.stringify(phases),
   };
 };

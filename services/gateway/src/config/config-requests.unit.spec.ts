@@ -32,7 +32,7 @@ describe('tenant configuration bodies', () => {
       approval: 'always',
       roles: [],
       phases: [],
-      timeoutMs: 0,
+      timeoutMs: 10_000, // absent: API.md's default; given, it must be in range
     });
     expect(toolView({ ...tool, timeoutMs: 10_000, builtin: false })).toMatchObject({
       inputSchema: schema,

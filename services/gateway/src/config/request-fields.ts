@@ -1,4 +1,5 @@
 import { ValidationError } from '@keel/core';
+import { MAX_JSON_DEPTH, checkJsonTree, isWellFormedText } from '../http/json-body.js';
 
 /** Refuses a request, naming the failing field (API.md: 400 `invalid_request`, field in `detail`). */
 export const fail = (field: string, message: string): never => {
@@ -27,6 +28,7 @@ export const optionalString = (value: unknown, field: string, maxLength = 100_00
   if (value === undefined) return undefined;
   if (typeof value !== 'string') return fail(field, `${field} must be a string`);
   if (value.length > maxLength) return fail(field, `${field} must be at most ${maxLength} characters`);
+  if (!isWellFormedText(value)) return fail(field, `${field} is not valid Unicode text (a lone surrogate)`);
   return value;
 };
 
@@ -54,13 +56,68 @@ export const optionalNumber = (value: unknown, field: string): number | undefine
   return value;
 };
 
-/** An optional list of strings. */
-export const optionalStrings = (value: unknown, field: string): string[] | undefined => {
+/** An optional integer from `min` to `max`: absent is undefined, present and out of range (0, -0, 1e-400 …) is refused. */
+export const optionalIntegerIn = (
+  value: unknown,
+  field: string,
+  min: number,
+  max: number,
+): number | undefined => {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
-    return fail(field, `${field} must be a list of strings`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    return fail(field, `${field} must be an integer from ${min} to ${max}`);
   }
+  return value;
+};
+
+/** An optional finite number from `min` to `max` (`-0` is read as 0). */
+export const optionalNumberIn = (
+  value: unknown,
+  field: string,
+  min: number,
+  max: number,
+): number | undefined => {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    return fail(field, `${field} must be a number from ${min} to ${max}`);
+  }
+  return value === 0 ? 0 : value;
+};
+
+/** Most items of a list field unless a route says otherwise. */
+export const MAX_LIST_ITEMS = 128;
+
+/** An optional list of at most `maxItems` strings of at most `maxLength` characters each. */
+export const optionalStrings = (
+  value: unknown,
+  field: string,
+  maxItems = MAX_LIST_ITEMS,
+  maxLength = 200,
+): string[] | undefined => {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) return fail(field, `${field} must be a list of strings`);
+  if (value.length > maxItems) return fail(field, `${field} must have at most ${maxItems} items`);
+  value.forEach((item, i) => optionalString(item ?? null, `${field}[${i}]`, maxLength));
   return value as string[];
+};
+
+/**
+ * An optional free-form JSON object (a schema, metadata): nesting at most `maxDepth` (checked
+ * without recursion before anything recursive sees it) and at most `maxBytes` as JSON text.
+ */
+export const optionalJsonObject = (
+  value: unknown,
+  field: string,
+  maxBytes: number,
+  maxDepth = MAX_JSON_DEPTH,
+): Record<string, unknown> | undefined => {
+  const object = optionalObject(value, field);
+  if (object === undefined) return undefined;
+  checkJsonTree(object, field, maxDepth);
+  if (Buffer.byteLength(JSON.stringify(object)) > maxBytes) {
+    return fail(field, `${field} must be at most ${maxBytes} bytes as JSON`);
+  }
+  return object;
 };
 
 /** An optional word out of `words`. */

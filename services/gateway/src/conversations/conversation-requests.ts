@@ -36,18 +36,37 @@ export const parseCreateConversation = (body: unknown): CreateConversationFields
   const object = objectWith(body, ['agentId', 'title', 'metadata']);
   const agentId = requiredString(object.agentId, 'agentId', 64);
   const title = optionalString(object.title, 'title', 200) ?? '';
-  const metadata: Record<string, string> = {};
-  if (object.metadata !== undefined) {
-    const value = object.metadata;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      fail('metadata', 'metadata must be an object of string values');
-    }
-    for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-      if (typeof item !== 'string') fail(`metadata.${key}`, `metadata.${key} must be a string`);
-      metadata[key] = item as string;
-    }
+  return { agentId, title, metadata: parseMetadata(object.metadata) };
+};
+
+/** Most keys of a conversation's `metadata`. */
+export const MAX_METADATA_KEYS = 64;
+/** Longest `metadata` value (characters). */
+export const MAX_METADATA_VALUE_CHARS = 512;
+/** A `metadata` key: a word that is also safe as a query parameter (`metadata.<key>=`) and a document path. */
+const METADATA_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * `metadata`: at most 64 keys matching `[A-Za-z0-9_-]{1,64}` with string values of at most 512
+ * characters. Returned as a null-prototype object so no key, `__proto__` included, is special.
+ */
+export const parseMetadata = (value: unknown): Record<string, string> => {
+  const metadata = Object.create(null) as Record<string, string>;
+  if (value === undefined) return metadata;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail('metadata', 'metadata must be an object of string values');
   }
-  return { agentId, title, metadata };
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_METADATA_KEYS) {
+    return fail('metadata', `metadata must have at most ${MAX_METADATA_KEYS} keys`);
+  }
+  for (const [key, item] of entries) {
+    if (!METADATA_KEY.test(key)) {
+      return fail('metadata', 'metadata keys must match ^[A-Za-z0-9_-]{1,64}$');
+    }
+    metadata[key] = optionalString(item ?? null, `metadata.${key}`, MAX_METADATA_VALUE_CHARS)!;
+  }
+  return metadata;
 };
 
 /** Checks `{ content, ifBusy? }`. */

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { checkJsonTree, decodeUtf8Body } from './json-body.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
 /** Largest request body the gateway reads (API.md: over it, 413 `payload_too_large`). */
@@ -20,6 +21,7 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });
+  useCheckedJsonBodies(adapter);
   closeQuietConnectionsOnClose(adapter);
   return adapter;
 };
@@ -44,5 +46,34 @@ const closeQuietConnectionsOnClose = (adapter: FastifyAdapter): void => {
       if (!(socket as Socket & { _httpMessage?: unknown })._httpMessage) socket.destroy();
     }
     done();
+  });
+};
+
+/**
+ * JSON bodies are read as bytes and refused with 400 naming the field unless they are valid UTF-8
+ * (Fastify would decode bad bytes to U+FFFD and store that), parse with Fastify's own secure
+ * parser (`__proto__` / `constructor.prototype` keys refused), and pass `checkJsonTree` (depth,
+ * size, lone surrogates): routes and the recursive code behind them only see checked values.
+ */
+const useCheckedJsonBodies = (adapter: FastifyAdapter): void => {
+  const instance = adapter.getInstance();
+  const parseJson = instance.getDefaultJsonParser('error', 'error');
+  adapter.useBodyParser('application/json', false, { bodyLimit: BODY_LIMIT_BYTES }, (request, body, done) => {
+    let text: string;
+    try {
+      text = decodeUtf8Body(body as Buffer);
+    } catch (error) {
+      done(error as Error, undefined);
+      return;
+    }
+    parseJson(request, text, (error: Error | null, parsed?: unknown) => {
+      if (error) return done(error, undefined);
+      try {
+        checkJsonTree(parsed);
+      } catch (invalid) {
+        return done(invalid as Error, undefined);
+      }
+      done(null, parsed);
+    });
   });
 };
