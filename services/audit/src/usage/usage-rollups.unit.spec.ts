@@ -14,7 +14,7 @@ import { answerUsage } from './usage-query.js';
 
 const ZONES = ['UTC', 'America/Los_Angeles', 'Asia/Kolkata', 'Asia/Kathmandu', 'Europe/Berlin'];
 const TENANTS = ['acme', 'globex'];
-const USERS = ['u-1', 'u-2', 'u.3$'];
+const USERS = ['u-1', 'u-2', 'u.3$', 'constructor', '__proto__', 'toString'];
 const MODELS = ['openai:gpt-4o-mini', 'anthropic:claude-3-5-haiku'];
 const START = Date.parse('2026-02-25T00:00:00Z'); // spans the LA DST change of 2026-03-08
 const SPAN_MS = 20 * 86_400_000;

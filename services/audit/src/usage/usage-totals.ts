@@ -14,9 +14,22 @@ export const addInto = (a: Totals, b: Readonly<Totals>): Totals => {
   return a;
 };
 
-/** Adds `value` into `map[key]`, creating the entry. */
+/**
+ * Adds `value` into `map[key]`, creating the entry. Keys are user ids and model names, chosen by
+ * callers: only an own entry is added to, and a new one is defined as an own property, so
+ * `constructor` is an ordinary key and `__proto__` never reaches (or pollutes) a prototype.
+ */
 export const addAt = (map: Record<string, Totals>, key: string, value: Readonly<Totals>): void => {
-  addInto((map[key] ??= zero()), value);
+  if (Object.hasOwn(map, key)) {
+    addInto(map[key]!, value);
+    return;
+  }
+  Object.defineProperty(map, key, {
+    value: addInto(zero(), value),
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
 };
 
 /** A USD cost as integer nano-dollars (null: the price is unknown, counted as 0 in cost sums). */

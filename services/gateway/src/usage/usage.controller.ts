@@ -51,7 +51,7 @@ export class UsageController {
     const to = single(query.to, 'to') ?? fail('to', 'to is required (YYYY-MM-DD)');
     const tz = single(query.tz, 'tz') ?? 'UTC';
     const groupByName = single(query.groupBy, 'groupBy') ?? 'day';
-    const groupBy = GROUP_BY[groupByName];
+    const groupBy = Object.hasOwn(GROUP_BY, groupByName) ? GROUP_BY[groupByName] : undefined;
     if (!groupBy)
       return fail('groupBy', `groupBy must be day, model or user, got ${JSON.stringify(groupByName)}`);
     const tenantId = await tenantOfRequest(caller, query.tenantId, this.directory);

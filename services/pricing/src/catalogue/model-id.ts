@@ -57,7 +57,8 @@ export const normaliseModelId = (raw: string): ModelKey | undefined => {
   for (let i = 0; i < 4; i++) {
     const prefix = /^([a-z0-9_-]+)[:/]/.exec(rest)?.[1];
     if (prefix === undefined) break;
-    const named = PROVIDER_PREFIXES[prefix];
+    // Own entries only: `constructor:` or `tostring:` must not find Object.prototype's members.
+    const named = Object.hasOwn(PROVIDER_PREFIXES, prefix) ? PROVIDER_PREFIXES[prefix] : undefined;
     if (named === undefined && !HOST_PREFIXES.has(prefix)) break;
     if (named === 'ollama' || named === 'demo') {
       // Ollama names carry tags after a colon (`llama3.1:8b`): the rest is the name as is.

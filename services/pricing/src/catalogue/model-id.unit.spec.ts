@@ -93,3 +93,11 @@ describe('modelKeyCandidates', () => {
     }
   });
 });
+
+describe('normaliseModelId with prototype names as prefixes', () => {
+  it('reads a prototype member name as an unknown prefix, like any other word', () => {
+    for (const prefix of ['constructor', 'tostring', 'valueof', 'hasownproperty', '__proto__']) {
+      expect(normaliseModelId(`${prefix}:gpt-4o-mini`)).toEqual(normaliseModelId('acme:gpt-4o-mini'));
+    }
+  });
+});
