@@ -1,11 +1,11 @@
 import type { RecordedEvent } from '@keel/core';
-import { KeelError, UnavailableError } from '@keel/core';
+import { KeelError, ownValue, UnavailableError } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { OnModuleInit } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import type { RegisteredTenant, TenantRegistry } from './tenant-registry.decider.js';
-import { tenantRegistryDecider } from './tenant-registry.decider.js';
+import { registeredTenant, tenantRegistryDecider } from './tenant-registry.decider.js';
 import type { KeyRole, TenantRegistryEvent } from './tenant-registry.events.js';
 import { PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM } from './tenant-registry.events.js';
 
@@ -81,12 +81,12 @@ export class TenantDirectory implements OnModuleInit {
 
   /** A tenant, as of the last catch-up. */
   tenant(tenantId: string): RegisteredTenant | undefined {
-    return this.state.tenants[tenantId];
+    return registeredTenant(this.state, tenantId);
   }
 
-  /** Every tenant in creation order, as of the last catch-up. */
+  /** Every tenant in creation order, as of the last catch-up (only entries that are tenants). */
   tenants(): RegisteredTenant[] {
-    return Object.values(this.state.tenants);
+    return Object.entries(this.state.tenants).flatMap(([id, tenant]) => (tenant.id === id ? [tenant] : []));
   }
 
   private async readNew(): Promise<void> {
@@ -111,9 +111,13 @@ export class TenantDirectory implements OnModuleInit {
     this.folded = recorded.version;
     if (event.type === 'KeyIssued') {
       const { tenantId, keyId, role, keyHash } = event.data;
+      // A key the registry did not take (e.g. logged for a tenant that never existed) opens nothing.
+      const tenant = registeredTenant(this.state, tenantId);
+      if (!tenant || ownValue(tenant.keys, keyId)?.keyHash !== keyHash) return;
       this.byHash.set(keyHash, { tenantId, keyId, role, keyHash, revoked: false });
     } else if (event.type === 'KeyRevoked') {
-      const keyHash = this.state.tenants[event.data.tenantId]?.keys[event.data.keyId]?.keyHash;
+      const tenant = registeredTenant(this.state, event.data.tenantId);
+      const keyHash = tenant && ownValue(tenant.keys, event.data.keyId)?.keyHash;
       const entry = keyHash === undefined ? undefined : this.byHash.get(keyHash);
       if (entry) entry.revoked = true;
     }

@@ -1,5 +1,5 @@
 import type { Decider } from '@keel/core';
-import { AlreadyExistsError, NotFoundError, ValidationError } from '@keel/core';
+import { AlreadyExistsError, NotFoundError, ownValue, ValidationError } from '@keel/core';
 import type { KeyRole, TenantRegistryEvent } from './tenant-registry.events.js';
 import { KEY_ROLES } from './tenant-registry.events.js';
 
@@ -55,8 +55,15 @@ const checkName = (field: string, name: unknown): void => {
   }
 };
 
+/**
+ * The tenant registered under `tenantId`, if any. Ids come from request paths: only own entries
+ * count, so `toString`, `constructor` or `__proto__` find no tenant (nor key, below).
+ */
+export const registeredTenant = (state: TenantRegistry, tenantId: string): RegisteredTenant | undefined =>
+  ownValue(state.tenants, tenantId);
+
 const tenantOf = (state: TenantRegistry, tenantId: string): RegisteredTenant => {
-  const tenant = state.tenants[tenantId];
+  const tenant = registeredTenant(state, tenantId);
   if (!tenant) throw new NotFoundError(`no tenant ${tenantId}`, { details: { tenantId } });
   return tenant;
 };
@@ -66,7 +73,7 @@ const withTenant = (
   tenantId: string,
   change: (tenant: RegisteredTenant) => RegisteredTenant,
 ): TenantRegistry => {
-  const tenant = state.tenants[tenantId];
+  const tenant = registeredTenant(state, tenantId);
   return tenant ? { tenants: { ...state.tenants, [tenantId]: change(tenant) } } : state;
 };
 
@@ -77,7 +84,7 @@ export const tenantRegistryDecider: Decider<TenantRegistry, TenantRegistryComman
     switch (command.type) {
       case 'CreateTenant': {
         checkName('name', command.name);
-        if (state.tenants[command.tenantId])
+        if (registeredTenant(state, command.tenantId))
           throw new AlreadyExistsError(`tenant ${command.tenantId} exists`);
         return [
           {
@@ -93,7 +100,7 @@ export const tenantRegistryDecider: Decider<TenantRegistry, TenantRegistryComman
         if (name !== undefined) checkName('name', name);
         if (!SHA256_HEX.test(keyHash)) fail('keyHash', 'keyHash must be a hex SHA-256');
         const tenant = tenantOf(state, tenantId);
-        if (tenant.keys[keyId]) throw new AlreadyExistsError(`key ${keyId} exists`);
+        if (ownValue(tenant.keys, keyId)) throw new AlreadyExistsError(`key ${keyId} exists`);
         return [
           {
             type: 'KeyIssued',
@@ -109,7 +116,7 @@ export const tenantRegistryDecider: Decider<TenantRegistry, TenantRegistryComman
         ];
       }
       case 'RevokeKey': {
-        const key = tenantOf(state, command.tenantId).keys[command.keyId];
+        const key = ownValue(tenantOf(state, command.tenantId).keys, command.keyId);
         if (!key) throw new NotFoundError(`no key ${command.keyId}`, { details: { keyId: command.keyId } });
         // Revoking twice changes nothing: DELETE is idempotent.
         if (key.revoked) return [];
@@ -158,7 +165,7 @@ export const tenantRegistryDecider: Decider<TenantRegistry, TenantRegistryComman
       case 'KeyRevoked': {
         const { tenantId, keyId } = event.data;
         return withTenant(state, tenantId, (tenant) => {
-          const key = tenant.keys[keyId];
+          const key = ownValue(tenant.keys, keyId);
           return key ? { ...tenant, keys: { ...tenant.keys, [keyId]: { ...key, revoked: true } } } : tenant;
         });
       }

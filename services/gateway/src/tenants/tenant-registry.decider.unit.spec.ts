@@ -119,4 +119,45 @@ describe('tenant registry', () => {
       .thenThrows(ValidationError);
     spec.given([]).when({ type: 'SetBudget', tenantId: 't1', monthlyUsd: 1, at }).thenThrows(NotFoundError);
   });
+
+  it('finds no tenant or key under a prototype name (toString, constructor, __proto__, …)', () => {
+    for (const id of ['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty']) {
+      spec
+        .given([created])
+        .when({ type: 'SetBudget', tenantId: id, monthlyUsd: 1, at })
+        .thenThrows(NotFoundError);
+      spec
+        .given([created])
+        .when({ type: 'IssueKey', tenantId: id, keyId: 'k9', role: 'admin', keyHash: hash, at })
+        .thenThrows(NotFoundError);
+      spec
+        .given([created])
+        .when({ type: 'RevokeKey', tenantId: id, keyId: 'x', at })
+        .thenThrows(NotFoundError);
+      spec
+        .given([created, issued])
+        .when({ type: 'RevokeKey', tenantId: 't1', keyId: id, at })
+        .thenThrows(NotFoundError);
+      spec
+        .given([created])
+        .when({ type: 'CreateTenant', tenantId: id, name: 'Proto', at })
+        .then([{ type: 'TenantCreated', data: { tenantId: id, name: 'Proto', createdAt: at } }]);
+    }
+  });
+
+  it('ignores events logged for tenants or keys that never existed (written before own-key lookups)', () => {
+    const strays: TenantRegistryEvent[] = [
+      { type: 'BudgetSet', data: { tenantId: '__proto__', monthlyUsd: 5, at } },
+      { type: 'BudgetSet', data: { tenantId: 'constructor', monthlyUsd: 5, at } },
+      {
+        type: 'KeyIssued',
+        data: { tenantId: 'constructor', keyId: 'k9', role: 'admin', keyHash: hash, issuedAt: at },
+      },
+      { type: 'KeyRevoked', data: { tenantId: 't1', keyId: 'toString', revokedAt: at } },
+    ];
+    spec
+      .given([created, ...strays])
+      .when({ type: 'SetBudget', tenantId: 't1', monthlyUsd: 1, at })
+      .thenState({ tenants: { t1: { id: 't1', name: 'Acme', createdAt: at, keys: {}, monthlyUsd: 1 } } });
+  });
 });
