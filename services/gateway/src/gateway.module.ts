@@ -22,6 +22,8 @@ import { RATE_LIMITER, RateLimitService, createRateLimiter } from './rate-limit/
 import { EventsFeedController } from './stream/events-feed.controller.js';
 import { EventsFeedService, FEED_SETTINGS, feedSettingsFromEnv } from './stream/events-feed.service.js';
 import { TurnStreamService } from './stream/turn-stream.js';
+import { KeyUsage } from './tenants/key-usage.js';
+import { KeysController } from './tenants/keys.controller.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
 import { TenantRegistryService } from './tenants/tenant-registry.service.js';
 import { TenantsController } from './tenants/tenants.controller.js';
@@ -34,6 +36,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
   controllers: [
     HealthController,
     TenantsController,
+    KeysController,
     ConfigController,
     ConversationsController,
     EventsFeedController,
@@ -71,6 +74,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     },
     TenantDirectory,
     TenantRegistryService,
+    KeyUsage,
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
     { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },

@@ -1,6 +1,8 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { throwDeferredBodyError } from '../http/deferred-body.js';
+import { KeyUsage } from '../tenants/key-usage.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
 import { Authenticator, assertAdmitted } from './authenticator.js';
 import { OPERATOR_KEY } from './operator-key.js';
@@ -15,7 +17,8 @@ const single = (value: string | string[] | undefined): string | undefined =>
  * operator key (compared in constant time) or a tenant key, found by its SHA-256 in the tenant
  * directory after catching up with the registry, so a revoked key fails on its next request.
  * Missing, unknown or revoked: 401. Then `@Roles(...)`: a role not admitted is 403. The key lookup
- * is the Authenticator's, shared with the gRPC services.
+ * is the Authenticator's, shared with the gRPC services. Only then is a body that could not be
+ * parsed answered (400/415): a caller without a valid key learns nothing but 401.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -25,15 +28,19 @@ export class AuthGuard implements CanActivate {
     @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(TenantDirectory) directory: TenantDirectory,
     @Inject(OPERATOR_KEY) operatorKey: string | undefined,
+    @Optional() @Inject(KeyUsage) usage?: KeyUsage,
   ) {
-    this.authenticator = new Authenticator(directory, operatorKey);
+    this.authenticator = new Authenticator(directory, operatorKey, usage);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_KEY, targets)) return true;
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    if (this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_KEY, targets)) {
+      throwDeferredBodyError(request);
+      return true;
+    }
     const principal = await this.authenticator.authenticate(
       single(request.headers.authorization),
       single(request.headers['x-keel-user']),
@@ -41,6 +48,7 @@ export class AuthGuard implements CanActivate {
     request.principal = principal;
     const roles = this.reflector.getAllAndOverride<RouteRole[] | undefined>(ROLES_KEY, targets);
     if (roles) assertAdmitted(roles, principal);
+    throwDeferredBodyError(request);
     return true;
   }
 }

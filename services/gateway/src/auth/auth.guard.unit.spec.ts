@@ -1,9 +1,16 @@
-import { InMemoryEventStore, PermissionDeniedError, UnauthenticatedError } from '@keel/core';
+import {
+  InMemoryCheckpointStore,
+  InMemoryEventStore,
+  PermissionDeniedError,
+  UnauthenticatedError,
+  ValidationError,
+} from '@keel/core';
 import type { Infrastructure } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { KeyUsage } from '../tenants/key-usage.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
 import { TenantRegistryService } from '../tenants/tenant-registry.service.js';
 import { AuthGuard } from './auth.guard.js';
@@ -44,13 +51,14 @@ describe('AuthGuard', () => {
   let guard: AuthGuard;
   let registry: TenantRegistryService;
   let tenantId: string;
+  let usage: KeyUsage;
 
   /** Another gateway instance on the same store: its directory is its own. */
   const instance = () => {
     const directory = new TenantDirectory({ store } as unknown as Infrastructure, silent);
     return {
-      guard: new AuthGuard(new Reflector(), directory, OPERATOR_KEY),
-      registry: new TenantRegistryService({ store } as unknown as Infrastructure, directory),
+      guard: new AuthGuard(new Reflector(), directory, OPERATOR_KEY, usage),
+      registry: new TenantRegistryService({ store } as unknown as Infrastructure, directory, usage),
     };
   };
 
@@ -61,6 +69,7 @@ describe('AuthGuard', () => {
 
   beforeEach(async () => {
     store = new InMemoryEventStore();
+    usage = new KeyUsage({ checkpoints: new InMemoryCheckpointStore() }, silent);
     ({ guard, registry } = instance());
     tenantId = (await registry.createTenant('Acme', metadata)).id;
   });
@@ -108,5 +117,35 @@ describe('AuthGuard', () => {
     expect(await check('readers', requestWith(key.key))).toMatchObject({ keyId: key.id });
     await other.registry.revokeKey(tenantId, key.id, metadata);
     await expect(check('readers', requestWith(key.key))).rejects.toBeInstanceOf(UnauthenticatedError);
+  });
+
+  it('checks X-Keel-User only once the key is known: an unknown key is 401 whatever the user', async () => {
+    const key = await registry.issueKey(tenantId, 'viewer', undefined, metadata);
+    const badUser = 'bad user\n';
+    await expect(check('anyKey', requestWith('keel_unknown', badUser))).rejects.toBeInstanceOf(
+      UnauthenticatedError,
+    );
+    await expect(check('anyKey', requestWith(key.key, badUser))).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('lists the tenant keys that work, with when each was last used and never a secret', async () => {
+    const used = await registry.issueKey(tenantId, 'editor', 'backend', metadata);
+    const unused = await registry.issueKey(tenantId, 'viewer', undefined, metadata);
+    const revoked = await registry.issueKey(tenantId, 'viewer', undefined, metadata);
+    await registry.revokeKey(tenantId, revoked.id, metadata);
+    await check('anyKey', requestWith(used.key));
+    const keys = await registry.listKeys(tenantId);
+    expect(keys).toEqual([
+      {
+        id: used.id,
+        role: 'editor',
+        name: 'backend',
+        createdAt: expect.any(String),
+        lastUsedAt: expect.any(String),
+      },
+      { id: unused.id, role: 'viewer', name: null, createdAt: expect.any(String), lastUsedAt: null },
+    ]);
+    expect(JSON.stringify(keys)).not.toContain(used.key);
+    await expect(registry.listKeys('constructor')).rejects.toThrow(/no tenant/);
   });
 });

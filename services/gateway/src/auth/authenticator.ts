@@ -1,6 +1,7 @@
 import { PermissionDeniedError, UnauthenticatedError, ValidationError } from '@keel/core';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { constantTimeEqual, hashApiKey } from '../tenants/api-keys.js';
+import { KeyUsage } from '../tenants/key-usage.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
 import type { KeyRole } from '../tenants/tenant-registry.events.js';
 import { OPERATOR_KEY } from './operator-key.js';
@@ -15,12 +16,14 @@ const USER = /^[\x21-\x7e]{1,256}$/;
  * AuthGuard and the gRPC services): the operator key (compared in constant time) or a tenant
  * key, found by its SHA-256 in the tenant directory after catching up with the registry, so a
  * revoked key fails on its next request. Missing, unknown or revoked: UnauthenticatedError.
+ * A tenant key's use is noted for `lastUsedAt` (coalesced, see KeyUsage).
  */
 @Injectable()
 export class Authenticator {
   constructor(
     @Inject(TenantDirectory) private readonly directory: TenantDirectory,
     @Inject(OPERATOR_KEY) private readonly operatorKey: string | undefined,
+    @Optional() @Inject(KeyUsage) private readonly usage?: KeyUsage,
   ) {}
 
   /**
@@ -36,13 +39,17 @@ export class Authenticator {
     const match = BEARER.exec(authorization ?? '');
     if (!match) throw new UnauthenticatedError('missing or malformed Authorization: Bearer <key>');
     const key = match[1]!;
-    if (user !== undefined && !USER.test(user)) {
-      throw new ValidationError(`${userField} must be 1 to 256 visible ASCII characters`, {
-        field: userField,
-      });
-    }
+    // The acting user is checked once the key is known: an unknown key is 401 whatever else is sent.
+    const actingUser = (): string | undefined => {
+      if (user !== undefined && !USER.test(user)) {
+        throw new ValidationError(`${userField} must be 1 to 256 visible ASCII characters`, {
+          field: userField,
+        });
+      }
+      return user;
+    };
     if (this.operatorKey !== undefined && constantTimeEqual(key, this.operatorKey)) {
-      return { kind: 'operator', keyId: 'operator', role: 'operator', userId: user ?? 'operator' };
+      return { kind: 'operator', keyId: 'operator', role: 'operator', userId: actingUser() ?? 'operator' };
     }
     const keyHash = hashApiKey(key);
     await this.directory.catchUp();
@@ -51,13 +58,9 @@ export class Authenticator {
     if (!entry || entry.revoked || !constantTimeEqual(entry.keyHash, keyHash)) {
       throw new UnauthenticatedError('unknown or revoked key');
     }
-    return {
-      kind: 'tenant',
-      tenantId: entry.tenantId,
-      keyId: entry.keyId,
-      role: entry.role,
-      userId: user ?? entry.keyId,
-    };
+    const userId = actingUser() ?? entry.keyId;
+    await this.usage?.recordUse(entry.keyId);
+    return { kind: 'tenant', tenantId: entry.tenantId, keyId: entry.keyId, role: entry.role, userId };
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import { checkJsonTree, decodeUtf8Body } from './json-body.js';
+import { BodyDeferringFastifyAdapter, refuseOtherContentTypes } from './deferred-body.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 
 /** Largest request body the gateway reads (API.md: over it, 413 `payload_too_large`). */
@@ -9,10 +10,11 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 /**
  * The gateway's Fastify adapter: a 1 MiB body limit, and the request id taken from
  * `X-Request-Id` (or generated) and echoed on every response, 404s and errors included, since
- * the hook runs before routing and body parsing.
+ * the hook runs before routing and body parsing. A body that cannot be parsed is answered only
+ * after authentication (deferred-body.ts).
  */
 export const createGatewayHttpAdapter = (): FastifyAdapter => {
-  const adapter = new FastifyAdapter({
+  const adapter = new BodyDeferringFastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: requestIdOf,
@@ -22,6 +24,7 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
     done();
   });
   useCheckedJsonBodies(adapter);
+  refuseOtherContentTypes(adapter, BODY_LIMIT_BYTES);
   closeQuietConnectionsOnClose(adapter);
   return adapter;
 };
@@ -66,7 +69,7 @@ const useCheckedJsonBodies = (adapter: FastifyAdapter): void => {
       done(error as Error, undefined);
       return;
     }
-    parseJson(request, text, (error: Error | null, parsed?: unknown) => {
+    void parseJson(request, text, (error: Error | null, parsed?: unknown) => {
       if (error) return done(error, undefined);
       try {
         checkJsonTree(parsed);

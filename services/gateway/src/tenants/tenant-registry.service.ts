@@ -1,9 +1,10 @@
 import type { EventMetadata } from '@keel/core';
-import { CommandHandler, uuidv7 } from '@keel/core';
+import { CommandHandler, NotFoundError, uuidv7 } from '@keel/core';
 import type { Infrastructure } from '@keel/runtime';
 import { KEEL_INFRA } from '@keel/runtime';
 import { Inject, Injectable } from '@nestjs/common';
 import { generateApiKey, hashApiKey } from './api-keys.js';
+import { KeyUsage } from './key-usage.js';
 import { TenantDirectory } from './tenant-directory.js';
 import type { TenantRegistry, TenantRegistryCommand } from './tenant-registry.decider.js';
 import { tenantRegistryDecider } from './tenant-registry.decider.js';
@@ -25,6 +26,16 @@ export interface IssuedKey {
   key: string;
 }
 
+/** A key as `GET /v1/keys` shows it: never the key, never its hash. */
+export interface KeyView {
+  id: string;
+  role: KeyRole;
+  name: string | null;
+  createdAt: string;
+  /** When it last authenticated a request (within a minute), or null if never. */
+  lastUsedAt: string | null;
+}
+
 const hex = (): string => uuidv7().replace(/-/g, '');
 
 /** Writes to the tenant registry (operator routes) and refreshes the directory after each one. */
@@ -35,10 +46,12 @@ export class TenantRegistryService {
   constructor(
     @Inject(KEEL_INFRA) infra: Infrastructure,
     @Inject(TenantDirectory) private readonly directory: TenantDirectory,
+    @Inject(KeyUsage) private readonly usage?: KeyUsage,
   ) {
     // One stream for the whole platform: retry lost races generously (operator writes are rare).
+    // v2: evolve ignores events on tenants that do not exist (a v1 snapshot may hold some).
     this.handler = new CommandHandler(infra.store, tenantRegistryDecider, {
-      snapshot: { name: 'tenant-registry-v1', every: 100 },
+      snapshot: { name: 'tenant-registry-v2', every: 100 },
       maxRetries: 10,
     });
   }
@@ -85,6 +98,22 @@ export class TenantRegistryService {
     await this.run({ type: 'SetBudget', tenantId, monthlyUsd, at: new Date().toISOString() }, metadata);
     const tenant = this.directory.tenant(tenantId);
     return { ...(tenant ? viewOf(tenant) : { id: tenantId, name: '', createdAt: '' }), monthlyUsd };
+  }
+
+  /** The tenant's keys that still work, oldest first; unknown tenant: NotFoundError. */
+  async listKeys(tenantId: string): Promise<KeyView[]> {
+    await this.directory.catchUp();
+    const tenant = this.directory.tenant(tenantId);
+    if (!tenant) throw new NotFoundError(`no tenant ${tenantId}`, { details: { tenantId } });
+    const keys = Object.values(tenant.keys).filter((key) => !key.revoked);
+    const lastUsed = (await this.usage?.lastUsed(keys.map((key) => key.keyId))) ?? new Map();
+    return keys.map((key) => ({
+      id: key.keyId,
+      role: key.role,
+      name: key.name ?? null,
+      createdAt: key.issuedAt,
+      lastUsedAt: lastUsed.get(key.keyId) ?? null,
+    }));
   }
 
   /** Every tenant, read after catching up with the log. */

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { Caller, metadataOf, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { parseCreateTenant, parseIssueKey, parseSetBudget } from './tenant-requests.js';
-import type { IssuedKey, TenantView } from './tenant-registry.service.js';
+import type { IssuedKey, KeyView, TenantView } from './tenant-registry.service.js';
 import { TenantRegistryService } from './tenant-registry.service.js';
 
 /** The operator routes of API.md: tenants, their keys and budgets. */
@@ -41,6 +41,12 @@ export class TenantsController {
   ): Promise<IssuedKey> {
     const { role, name } = parseIssueKey(body);
     return this.registry.issueKey(tenantId, role, name, metadataOf(caller, requestId));
+  }
+
+  /** `GET /v1/tenants/{tenantId}/keys` → the tenant's working keys, as `GET /v1/keys` shows them. */
+  @Get(':tenantId/keys')
+  async listKeys(@Param('tenantId') tenantId: string): Promise<{ data: KeyView[] }> {
+    return { data: await this.registry.listKeys(tenantId) };
   }
 
   /** `DELETE /v1/tenants/{tenantId}/keys/{keyId}` → 204; the key stops working at once. */
