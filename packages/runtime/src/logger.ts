@@ -19,6 +19,9 @@ export const REDACTED_PATHS = [
   '*.secret',
   'password',
   '*.password',
+  // A key's SHA-256 is what the gateway looks keys up by: as good as the key to a reader of logs.
+  'keyHash',
+  '*.keyHash',
 ];
 
 /** Request-scoped fields that go on every line of a request. */

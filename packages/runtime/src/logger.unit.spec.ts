@@ -42,11 +42,13 @@ describe('createLogger', () => {
         password: 'p-5',
         provider: { name: 'openai', apiKey: 'sk-6' },
         headers: { authorization: 'Bearer sk-7' },
+        keyHash: 'h-8',
+        entry: { keyId: 'k1', keyHash: 'h-9' },
       },
       'configured',
     );
     const text = JSON.stringify(lines);
-    for (const secret of ['sk-live-1', 'sk-2', 'k-3', 's-4', 'p-5', 'sk-6', 'sk-7'])
+    for (const secret of ['sk-live-1', 'sk-2', 'k-3', 's-4', 'p-5', 'sk-6', 'sk-7', 'h-8', 'h-9'])
       expect(text).not.toContain(secret);
     expect(lines[0]).toMatchObject({
       apiKey: '[redacted]',
