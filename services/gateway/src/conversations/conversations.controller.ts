@@ -1,5 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
@@ -12,7 +24,7 @@ import {
   IDEMPOTENT_REPLAY_HEADER,
   idempotencyKeyOf,
 } from '../idempotency/idempotency-key.js';
-import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
+import { ForwardsIdempotencyKey, OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
 import { TurnStreamService } from '../stream/turn-stream.js';
 import {
   parseCreateConversation,
@@ -59,16 +71,25 @@ export class ConversationsController {
     @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
   ) {}
 
-  /** `POST /v1/conversations` `{ agentId, title?, metadata? }` → 201 `{ id, agentId, status, createdAt }`. */
+  /**
+   * `POST /v1/conversations` `{ agentId, title?, metadata? }` → 201 `{ id, agentId, status, createdAt }`.
+   * The Idempotency-Key goes on to the agent, which answers a retry with the first conversation.
+   */
   @Post()
   @HttpCode(201)
   @Roles('editor')
-  async create(@Body() body: unknown, @Caller() caller: Principal, @RequestId() requestId: string) {
+  @ForwardsIdempotencyKey()
+  async create(
+    @Body() body: unknown,
+    @Caller() caller: Principal,
+    @RequestId() requestId: string,
+    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
+  ) {
     const request = parseCreateConversation(body);
     const response = await this.agent.call<{ conversation: ConversationSummaryMessage }>(
       'createConversation',
       callContextOf(caller, requestId),
-      { request },
+      { request: { ...request, idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '' } },
     );
     return summaryView(response.conversation);
   }
@@ -163,40 +184,57 @@ export class ConversationsController {
     );
   }
 
-  /** `POST /v1/conversations/{id}/approvals/{approvalId}` `{ decision, reason? }` → 200; decided: 409; unknown: 404. */
+  /**
+   * `POST /v1/conversations/{id}/approvals/{approvalId}` `{ decision, reason? }` → 200; decided: 409;
+   * unknown: 404. A retry with the same Idempotency-Key gets the first answer (the agent's log).
+   */
   @Post(':id/approvals/:approvalId')
   @HttpCode(200)
   @Roles('editor')
+  @ForwardsIdempotencyKey()
   async decide(
     @Param('id') conversationId: string,
     @Param('approvalId') approvalId: string,
     @Body() body: unknown,
     @Caller() caller: Principal,
     @RequestId() requestId: string,
+    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<{ approvalId: string; decision: string }> {
     const fields = parseDecideApproval(body);
     const response = await this.agent.call<{ approvalId: string; decision: string }>(
       'decideApproval',
       callContextOf(caller, requestId),
-      { request: { conversationId, approvalId, ...fields } },
+      {
+        request: {
+          conversationId,
+          approvalId,
+          ...fields,
+          idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '',
+        },
+      },
     );
     return { approvalId: response.approvalId, decision: wordOf(response.decision, 'DECISION_') };
   }
 
-  /** `POST /v1/conversations/{id}/cancel` → 202 `{ turnId }`; no turn running: 409. */
+  /**
+   * `POST /v1/conversations/{id}/cancel` → 202 `{ turnId }`; no turn running: 409. A retry with
+   * the same Idempotency-Key is 202 again, cancelling nothing more (the agent's log).
+   */
   @Post(':id/cancel')
   @HttpCode(202)
   @Roles('editor')
+  @ForwardsIdempotencyKey()
   async cancel(
     @Param('id') conversationId: string,
     @Caller() caller: Principal,
     @RequestId() requestId: string,
+    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<{ turnId: string }> {
     const response = await this.agent.call<{ turnId: string }>(
       'cancelTurn',
       callContextOf(caller, requestId),
       {
-        request: { conversationId },
+        request: { conversationId, idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '' },
       },
     );
     return { turnId: response.turnId };

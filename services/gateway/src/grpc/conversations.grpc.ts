@@ -26,7 +26,7 @@ import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
 import type { RouteRole } from '../auth/principal.js';
 import { MAX_CONTENT_CHARS, parseCreateConversation } from '../conversations/conversation-requests.js';
 import type { SendMessageFields } from '../conversations/conversation-requests.js';
-import { idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key.js';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { TurnStreamService } from '../stream/turn-stream.js';
 import type { HeaderSink } from './grpc-caller.js';
@@ -48,6 +48,21 @@ const IF_BUSY: Readonly<Record<string, SendMessageFields['ifBusy']>> = {
   IF_BUSY_REJECT: 'IF_BUSY_REJECT',
   IF_BUSY_ENQUEUE: 'IF_BUSY_ENQUEUE',
   IF_BUSY_INTERRUPT: 'IF_BUSY_INTERRUPT',
+};
+
+/**
+ * The call's idempotency key: the request's `idempotency_key`, else the `idempotency-key`
+ * metadata (as HTTP's header); empty means none. A malformed one: INVALID_ARGUMENT naming it.
+ */
+const idempotencyKeyFrom = (
+  field: string | undefined,
+  metadata: Metadata | undefined,
+): string | undefined => {
+  if (field) return idempotencyKeyOf(field);
+  const values = (metadata?.get(IDEMPOTENCY_KEY_HEADER) ?? []).map(String);
+  if (values.length === 0) return undefined;
+  // More than one value is refused, as a repeated HTTP header is.
+  return idempotencyKeyOf(values.length === 1 ? values[0] : values);
 };
 
 /** Checks SendMessage's own fields as the HTTP body check does (content 1..MAX chars, a known if_busy). */
@@ -94,8 +109,9 @@ export class ConversationsGrpcController implements ConversationServiceControlle
         ...(request.title ? { title: request.title } : {}),
         metadata: request.metadata ?? {},
       });
-      return this.once(context, 'CreateConversation', request.idempotencyKey, fields, () =>
-        this.agent.call('createConversation', context, { request: fields }),
+      const key = idempotencyKeyFrom(request.idempotencyKey, metadata);
+      return this.once(context, 'CreateConversation', key, fields, () =>
+        this.agent.call('createConversation', context, { request: { ...fields, idempotencyKey: key ?? '' } }),
       );
     });
   }
@@ -128,18 +144,19 @@ export class ConversationsGrpcController implements ConversationServiceControlle
     call?: HeaderSink,
   ): Observable<DecideApprovalResponse> {
     const { conversationId, approvalId, decision, reason } = request;
-    return this.unary('DecideApproval', EDITOR, metadata, call, request.actingUserId, (context) =>
-      this.once(
+    return this.unary('DecideApproval', EDITOR, metadata, call, request.actingUserId, (context) => {
+      const key = idempotencyKeyFrom(request.idempotencyKey, metadata);
+      return this.once(
         context,
         `DecideApproval ${conversationId}/${approvalId}`,
-        request.idempotencyKey,
+        key,
         { decision, reason },
         () =>
           this.agent.call('decideApproval', context, {
-            request: { conversationId, approvalId, decision, reason },
+            request: { conversationId, approvalId, decision, reason, idempotencyKey: key ?? '' },
           }),
-      ),
-    );
+      );
+    });
   }
 
   cancelTurn(
@@ -148,11 +165,12 @@ export class ConversationsGrpcController implements ConversationServiceControlle
     call?: HeaderSink,
   ): Observable<CancelTurnResponse> {
     const { conversationId } = request;
-    return this.unary('CancelTurn', EDITOR, metadata, call, request.actingUserId, (context) =>
-      this.once(context, `CancelTurn ${conversationId}`, request.idempotencyKey, {}, () =>
-        this.agent.call('cancelTurn', context, { request: { conversationId } }),
-      ),
-    );
+    return this.unary('CancelTurn', EDITOR, metadata, call, request.actingUserId, (context) => {
+      const key = idempotencyKeyFrom(request.idempotencyKey, metadata);
+      return this.once(context, `CancelTurn ${conversationId}`, key, {}, () =>
+        this.agent.call('cancelTurn', context, { request: { conversationId, idempotencyKey: key ?? '' } }),
+      );
+    });
   }
 
   sendMessage(request: SendMessageRequest, metadata?: Metadata, call?: WritableCall): Observable<TurnEvent> {
@@ -168,9 +186,10 @@ export class ConversationsGrpcController implements ConversationServiceControlle
           });
           context = callContextOf(caller.principal, caller.requestId);
           const fields = sendFields(request);
+          const idempotencyKey = idempotencyKeyFrom(request.idempotencyKey, metadata);
           const turn = await this.turns.sendAndStream(
             context,
-            { ...fields, ...(request.idempotencyKey ? { idempotencyKey: request.idempotencyKey } : {}) },
+            { ...fields, ...(idempotencyKey ? { idempotencyKey } : {}) },
             reading.signal,
           );
           for await (const frame of turn.frames) {
@@ -218,7 +237,9 @@ export class ConversationsGrpcController implements ConversationServiceControlle
   }
 
   /**
-   * `idempotency_key` (the proto's, as HTTP's Idempotency-Key), through IdempotencyService.once:
+   * `idempotency_key` (the proto's, or `idempotency-key` metadata, as HTTP's Idempotency-Key),
+   * passed on to the agent (whose conversation log answers a retry with the first outcome, so
+   * the key is `deduplicated` there), and through IdempotencyService.once as the fast path:
    * the first call with a key runs and its response is kept 24 h per tenant and RPC; a retry with
    * the same request gets it back without the work being done again; another request with the
    * key, or a retry while the first runs, is ABORTED. Kept apart from HTTP's records (the
@@ -236,6 +257,7 @@ export class ConversationsGrpcController implements ConversationServiceControlle
       operation: `gRPC ConversationService.${operation}`,
       key: rawKey ? idempotencyKeyOf(rawKey) : undefined,
       body,
+      deduplicated: true,
     };
     const outcome = await this.idempotency.once(target, work, (response): { body: T } => ({
       body: response,

@@ -14,6 +14,15 @@ const OWN_IDEMPOTENCY = 'keel:own-idempotency';
 /** Marks a POST route that applies Idempotency-Key itself (the streaming send). */
 export const OwnIdempotency = (): MethodDecorator => SetMetadata(OWN_IDEMPOTENCY, true);
 
+const KEY_FORWARDED = 'keel:idempotency-key-forwarded';
+
+/**
+ * Marks a POST route that passes its Idempotency-Key on to the service doing the work, which
+ * answers a retry with the first outcome from its log (IdempotencyTarget.deduplicated): a failed
+ * or unknown outcome frees the key, and a retry while the first is pending goes through.
+ */
+export const ForwardsIdempotencyKey = (): MethodDecorator => SetMetadata(KEY_FORWARDED, true);
+
 /** What is kept of a response for its retries. */
 interface RecordedResponse {
   body: unknown;
@@ -60,7 +69,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest & IdempotentRequest>();
     if (request.method !== 'POST' || !request.principal) return next.handle();
     if (this.reflector.get<boolean>(OWN_IDEMPOTENCY, context.getHandler())) return next.handle();
-    const target = this.idempotency.targetOf(request.principal, request);
+    const target = {
+      ...this.idempotency.targetOf(request.principal, request),
+      deduplicated: this.reflector.get<boolean>(KEY_FORWARDED, context.getHandler()) ?? false,
+    };
     const run = () => lastValueFrom(next.handle(), { defaultValue: undefined });
     return from(this.idempotency.once<unknown, RecordedResponse>(target, run, recordOf)).pipe(
       map((outcome) => {

@@ -1,4 +1,4 @@
-import { PreconditionError } from '@keel/core';
+import { KeelError, PreconditionError } from '@keel/core';
 import type { IdempotencyStore } from '@keel/core';
 import { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
@@ -44,7 +44,33 @@ export interface IdempotencyTarget {
   operation: string;
   key: string | undefined;
   body: unknown;
+  /**
+   * The work passes the key on to the service that does it, which answers a retry with the first
+   * outcome from its own log (the agent's conversation commands): this store is then only the
+   * fast path, so a failed or unknown outcome frees the key and a retry while the first request
+   * is pending goes through, since neither can make the work run twice.
+   */
+  deduplicated?: boolean;
 }
+
+// gRPC status codes after which the call may or may not have done its work.
+const UNKNOWN_OUTCOME_CODES = new Set([
+  1 /* CANCELLED */, 2 /* UNKNOWN */, 4 /* DEADLINE_EXCEEDED */, 13 /* INTERNAL */, 14 /* UNAVAILABLE */,
+]);
+const UNKNOWN_OUTCOME_ERRNOS = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED']);
+
+/**
+ * Whether a failed request may have done its work anyway: the service it called became
+ * unreachable or slow after the request was sent (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, a
+ * reset connection) or failed unexpectedly after it. A refusal (bad input, not found, conflict,
+ * permission, budget) did nothing, by the contract, and so does a fault of the gateway's own.
+ */
+export const isUnknownOutcome = (error: unknown): boolean => {
+  if (error instanceof KeelError) return error.code === 'UNAVAILABLE';
+  const { code } = (error ?? {}) as { code?: unknown };
+  if (typeof code === 'number') return UNKNOWN_OUTCOME_CODES.has(code);
+  return typeof code === 'string' && UNKNOWN_OUTCOME_ERRNOS.has(code);
+};
 
 /** What `once` did: ran the work (`result`), or found the first request's `recorded` outcome. */
 export type OnceOutcome<R, S> = { replayed: false; result: R } | { replayed: true; recorded: S };
@@ -54,7 +80,11 @@ export type OnceOutcome<R, S> = { replayed: false; result: R } | { replayed: tru
  * its response is kept 24 h, per tenant, method and path; a retry with the same key and body gets
  * that response. A retry while the first still runs, or the same key with another body: 409
  * `conflict` naming Idempotency-Key. A request that fails (an error answer) does nothing by the
- * contract, so its key is freed and a retry runs anew.
+ * contract, so its key is freed and a retry runs anew; but one whose outcome is unknown (the
+ * service it called went away after the request was sent) keeps its claim, so a retry is 409
+ * until the claim lapses, unless the work is deduplicated where it is done (the conversation
+ * commands: the agent recognises the key in the conversation's log and answers the first
+ * outcome), when the retry goes through to it.
  */
 @Injectable()
 export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
@@ -97,6 +127,7 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
     operation: string,
     key: string | undefined,
     body: unknown,
+    deduplicated = false,
   ): Promise<IdempotencyDecision<T>> {
     if (key === undefined) return { kind: 'none' };
     const scoped = scopedKey(scope, operation, key);
@@ -114,6 +145,8 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
     if (claim.fingerprint !== fingerprint) {
       throw conflict('Idempotency-Key was already used with a different request body');
     }
+    // The first request may have died with its gateway: the service doing the work answers the retry.
+    if (claim.outcome === 'pending' && deduplicated) return { kind: 'none' };
     if (claim.outcome === 'pending') {
       throw conflict('Idempotency-Key: the first request with this key is still in progress; retry later');
     }
@@ -123,20 +156,29 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
   /**
    * Runs `work` once per key: without a key, or for the first request with it, runs it and
    * records `record(result)`; a retry gets that record back instead (`replayed`). A failed
-   * `work` frees the key. Throws the 409 cases of `decide`.
+   * `work` frees the key, unless its outcome is unknown and the work is not `deduplicated`
+   * downstream (then the claim stays until it lapses). Throws the 409 cases of `decide`.
    */
   async once<R, S = R>(
     target: IdempotencyTarget,
     work: () => Promise<R>,
     record: (result: R) => S = (result) => result as unknown as S,
   ): Promise<OnceOutcome<R, S>> {
-    const decision = await this.decide<S>(target.scope, target.operation, target.key, target.body);
+    const decision = await this.decide<S>(
+      target.scope,
+      target.operation,
+      target.key,
+      target.body,
+      target.deduplicated ?? false,
+    );
     if (decision.kind === 'replay') return { replayed: true, recorded: decision.response };
     let result: R;
     try {
       result = await work();
     } catch (error) {
-      if (decision.kind === 'first') await decision.release();
+      if (decision.kind === 'first' && (target.deduplicated || !isUnknownOutcome(error))) {
+        await decision.release();
+      }
       throw error;
     }
     if (decision.kind === 'first') await decision.complete(record(result));

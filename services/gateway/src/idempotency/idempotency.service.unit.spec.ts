@@ -1,4 +1,4 @@
-import { InMemoryIdempotencyStore } from '@keel/core';
+import { InMemoryIdempotencyStore, UnavailableError, ValidationError } from '@keel/core';
 import type { Infrastructure } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
 import { describe, expect, it } from 'vitest';
@@ -48,6 +48,66 @@ describe('IdempotencyService.once', () => {
         code: 'FAILED_PRECONDITION',
         details: expect.objectContaining({ conflict: true, field: 'Idempotency-Key' }),
       }),
+    );
+  });
+});
+
+describe('IdempotencyService.once after an unknown outcome', () => {
+  const unavailable = () =>
+    Promise.reject(new UnavailableError('the agent service is unavailable, retry later'));
+  const conflictNamingKey = expect.objectContaining({
+    details: expect.objectContaining({ conflict: true, field: 'Idempotency-Key' }),
+  });
+
+  it('keeps the claim when the work may have been done: a retry does not run it again', async () => {
+    const { service, advance } = setup();
+    await expect(service.once(target('k'), unavailable)).rejects.toBeInstanceOf(UnavailableError);
+    let runs = 0;
+    await expect(service.once(target('k'), async () => ++runs)).rejects.toThrow(conflictNamingKey);
+    // A gRPC status that says nothing of the outcome (DEADLINE_EXCEEDED) holds the claim too.
+    await expect(
+      service.once(target('k2'), () => Promise.reject(Object.assign(new Error('deadline'), { code: 4 }))),
+    ).rejects.toThrow('deadline');
+    await expect(service.once(target('k2'), async () => ++runs)).rejects.toThrow(conflictNamingKey);
+    expect(runs).toBe(0);
+    // The claim lapses after its pending time; a refusal (nothing done) frees the key at once.
+    advance(2 * 60 * 1000);
+    expect(await service.once(target('k'), async () => ++runs)).toEqual({ replayed: false, result: 1 });
+    await expect(
+      service.once(target('k3'), () => Promise.reject(new ValidationError('bad', { field: 'content' }))),
+    ).rejects.toBeInstanceOf(ValidationError);
+    expect(await service.once(target('k3'), async () => 'ok')).toEqual({ replayed: false, result: 'ok' });
+  });
+
+  it('work deduplicated downstream: an unknown outcome frees the key and a pending retry goes through', async () => {
+    const { service } = setup();
+    const deduplicated = (key: string) => ({ ...target(key), deduplicated: true });
+    await expect(service.once(deduplicated('k'), unavailable)).rejects.toBeInstanceOf(UnavailableError);
+    // The retry reaches the service doing the work (which answers the first outcome from its log).
+    expect(await service.once(deduplicated('k'), async () => 't1')).toEqual({
+      replayed: false,
+      result: 't1',
+    });
+    expect(await service.once(deduplicated('k'), async () => 't2')).toEqual({
+      replayed: true,
+      recorded: 't1',
+    });
+    // A retry while the first request is still pending (its gateway may have died) goes through too.
+    let release!: (value: string) => void;
+    const first = service.once(
+      deduplicated('p'),
+      () => new Promise<string>((resolve) => (release = resolve)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await service.once(deduplicated('p'), async () => 'from the log')).toEqual({
+      replayed: false,
+      result: 'from the log',
+    });
+    release('first');
+    expect(await first).toEqual({ replayed: false, result: 'first' });
+    // Another body with the key is still refused here.
+    await expect(service.once({ ...deduplicated('k'), body: { a: 2 } }, async () => 'x')).rejects.toThrow(
+      conflictNamingKey,
     );
   });
 });

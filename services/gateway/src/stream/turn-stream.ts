@@ -80,6 +80,8 @@ export class TurnStreamService implements BeforeApplicationShutdown {
       operation: `POST /v1/conversations/${request.conversationId}/messages`,
       key: request.idempotencyKey ? idempotencyKeyOf(request.idempotencyKey) : undefined,
       body: { content: request.content, ifBusy: request.ifBusy },
+      // The key goes on to the agent, whose log answers a retry with the first turn.
+      deduplicated: true,
     };
     const outcome = await this.idempotency.once(target, () => this.submit(caller, request));
     return outcome.replayed
