@@ -43,16 +43,29 @@ export function grpcStatusOf(error: unknown): GrpcErrorStatus {
     return { code: GrpcStatus.INTERNAL, message: INTERNAL_ERROR_MESSAGE };
   }
   if (error.code === 'FAILED_PRECONDITION' && error.details['conflict'] === true) {
-    return { code: GrpcStatus.ABORTED, message: error.message };
+    return { code: GrpcStatus.ABORTED, message: messageOf(error) };
   }
   return { code: STATUS_OF_CODE[error.code], message: messageOf(error) };
 }
 
+/**
+ * Longest status message sent (characters). The message travels in the HTTP/2 trailers: one past
+ * the peer's header-list limit (a validation message echoing a 100,000-name list) stalls the whole
+ * connection, every other tenant's calls on it included, until they time out.
+ */
+export const MAX_STATUS_MESSAGE_CHARS = 1_000;
+
 /** A validation message that does not start with the field it is about gets the field in front. */
 const messageOf = (error: KeelError): string => {
   const field = error instanceof ValidationError ? error.field : error.details['field'];
-  if (typeof field !== 'string' || field === '' || error.message.startsWith(field)) return error.message;
-  return `${field}: ${error.message}`;
+  const message =
+    typeof field !== 'string' || field === '' || error.message.startsWith(field)
+      ? error.message
+      : `${field}: ${error.message}`;
+  if (message.length <= MAX_STATUS_MESSAGE_CHARS) return message;
+  // Not between the two halves of a surrogate pair.
+  const cut = /[\uD800-\uDBFF]/.test(message[MAX_STATUS_MESSAGE_CHARS - 2]!) ? 2 : 1;
+  return `${message.slice(0, MAX_STATUS_MESSAGE_CHARS - cut)}…`;
 };
 
 /**

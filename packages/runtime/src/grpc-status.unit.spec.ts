@@ -13,7 +13,12 @@ import {
 } from '@keel/core';
 import { RpcException } from '@nestjs/microservices';
 import { describe, expect, it, vi } from 'vitest';
-import { INTERNAL_ERROR_MESSAGE, grpcStatusOf, toRpcException } from './grpc-status.js';
+import {
+  INTERNAL_ERROR_MESSAGE,
+  MAX_STATUS_MESSAGE_CHARS,
+  grpcStatusOf,
+  toRpcException,
+} from './grpc-status.js';
 
 describe('grpcStatusOf', () => {
   it.each([
@@ -87,5 +92,17 @@ describe('toRpcException', () => {
   it('passes an RpcException through unchanged', () => {
     const already = new RpcException({ code: status.UNIMPLEMENTED, message: 'later' });
     expect(toRpcException(already)).toBe(already);
+  });
+});
+
+describe('status messages stay small', () => {
+  it('cuts a message past 1,000 characters (it travels in the HTTP/2 trailers), never inside a surrogate pair', () => {
+    const names = Array.from({ length: 100_000 }, (_, i) => `t${i}`).join(', ');
+    const { message } = grpcStatusOf(new ValidationError(`unknown tools: ${names}`, { field: 'tools' }));
+    expect(message.length).toBeLessThanOrEqual(MAX_STATUS_MESSAGE_CHARS);
+    expect(message).toMatch(/^unknown tools: t0, t1, .*…$/);
+    const emoji = grpcStatusOf(new ValidationError(`x: ${'😀'.repeat(2_000)}`, { field: 'x' })).message;
+    expect(emoji.length).toBeLessThanOrEqual(MAX_STATUS_MESSAGE_CHARS);
+    expect(/\p{Surrogate}/u.test(emoji)).toBe(false);
   });
 });
