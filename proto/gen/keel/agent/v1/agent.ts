@@ -2572,6 +2572,16 @@ export const RotateWebhookSecretResponse: MessageFns<RotateWebhookSecretResponse
  * field), NOT_FOUND (also for another tenant's resource), ABORTED (a busy conversation, a decided
  * approval, no running turn to cancel, a lost optimistic-concurrency race), FAILED_PRECONDITION,
  * PERMISSION_DENIED, UNAVAILABLE; anything unexpected is INTERNAL with a generic message.
+ *
+ * Exactly once at the edge: CreateConversation, SubmitMessage, DecideApproval and CancelTurn
+ * honour the public request's `idempotency_key` (the client's Idempotency-Key) in the
+ * conversation's own log. The key (as a digest, with an HMAC of the request's fields) is recorded
+ * on the event that accepted the request, and a retry with the same key and request, on any
+ * agent instance, after any failure (this process killed between its commit and its reply, the
+ * gateway killed, the network cut) is answered with the first outcome and appends nothing: the
+ * same conversation, the same turn_id and version, the same decision, the turn it cancelled. The
+ * same key with another request: ABORTED naming Idempotency-Key. Keys are kept for the
+ * conversation's life, scoped to its tenant and conversation (and operation, and approval).
  */
 
 export interface AgentServiceClient {
@@ -2670,6 +2680,16 @@ export interface AgentServiceClient {
  * field), NOT_FOUND (also for another tenant's resource), ABORTED (a busy conversation, a decided
  * approval, no running turn to cancel, a lost optimistic-concurrency race), FAILED_PRECONDITION,
  * PERMISSION_DENIED, UNAVAILABLE; anything unexpected is INTERNAL with a generic message.
+ *
+ * Exactly once at the edge: CreateConversation, SubmitMessage, DecideApproval and CancelTurn
+ * honour the public request's `idempotency_key` (the client's Idempotency-Key) in the
+ * conversation's own log. The key (as a digest, with an HMAC of the request's fields) is recorded
+ * on the event that accepted the request, and a retry with the same key and request, on any
+ * agent instance, after any failure (this process killed between its commit and its reply, the
+ * gateway killed, the network cut) is answered with the first outcome and appends nothing: the
+ * same conversation, the same turn_id and version, the same decision, the turn it cancelled. The
+ * same key with another request: ABORTED naming Idempotency-Key. Keys are kept for the
+ * conversation's life, scoped to its tenant and conversation (and operation, and approval).
  */
 
 export interface AgentServiceController {
