@@ -100,7 +100,7 @@ describe('status messages stay small', () => {
     const names = Array.from({ length: 100_000 }, (_, i) => `t${i}`).join(', ');
     const { message } = grpcStatusOf(new ValidationError(`unknown tools: ${names}`, { field: 'tools' }));
     expect(message.length).toBeLessThanOrEqual(MAX_STATUS_MESSAGE_CHARS);
-    expect(message).toMatch(/^unknown tools: t0, t1, .*…$/);
+    expect(message).toMatch(/^tools: unknown tools: t0, t1, .*…$/);
     const emoji = grpcStatusOf(new ValidationError(`x: ${'😀'.repeat(2_000)}`, { field: 'x' })).message;
     expect(emoji.length).toBeLessThanOrEqual(MAX_STATUS_MESSAGE_CHARS);
     expect(/\p{Surrogate}/u.test(emoji)).toBe(false);
