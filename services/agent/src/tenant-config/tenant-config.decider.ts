@@ -20,6 +20,15 @@ const ROLES: readonly KeyRole[] = ['admin', 'editor', 'viewer'];
 export const MAX_AGENT_TOOLS = 128;
 /** Largest tool `inputSchema` as JSON text. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
+/** Most tools, and most agents, one tenant may define: its whole configuration is loaded per turn. */
+export const MAX_DEFINITIONS_PER_TENANT = 500;
+
+/** A new definition must leave the tenant within `MAX_DEFINITIONS_PER_TENANT`; replacing one always may. */
+const checkRoom = (defined: object, name: string, field: string, what: string): void => {
+  if (!hasOwnKey(defined, name) && Object.keys(defined).length >= MAX_DEFINITIONS_PER_TENANT) {
+    fail(field, `a tenant may define at most ${MAX_DEFINITIONS_PER_TENANT} ${what}`);
+  }
+};
 
 /** A tenant's configuration, rebuilt from its stream. Secrets stay sealed in it. */
 export interface TenantConfig {
@@ -138,9 +147,11 @@ export const tenantConfigDecider: Decider<TenantConfig, TenantConfigCommand, Ten
     switch (command.type) {
       case 'PutTool':
         checkTool(command.tool);
+        checkRoom(state.tools, command.tool.name, 'name', 'tools');
         return [{ type: 'ToolConfigured', data: { tool: command.tool, at: command.at } }];
       case 'PutAgent':
         checkAgent(command.agent, state);
+        checkRoom(state.agents, command.agent.agentId, 'agentId', 'agents');
         return [{ type: 'AgentConfigured', data: { agent: command.agent, at: command.at } }];
       case 'PutProvider': {
         const { provider, apiKey, baseUrl, at } = command;

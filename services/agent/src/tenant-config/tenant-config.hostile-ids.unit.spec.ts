@@ -3,7 +3,7 @@ import type { AgentDefinition, TenantConfigEvent, ToolDefinition } from '@keel/e
 import { describe, expect, it } from 'vitest';
 import { resolveTools } from '../runtime/tool-catalog.js';
 import type { TenantConfig } from './tenant-config.decider.js';
-import { MAX_AGENT_TOOLS, tenantConfigDecider } from './tenant-config.decider.js';
+import { MAX_AGENT_TOOLS, MAX_DEFINITIONS_PER_TENANT, tenantConfigDecider } from './tenant-config.decider.js';
 
 const at = '2026-11-21T10:00:00.000Z';
 const PROTOTYPE_NAMES = ['toString', 'constructor', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'];
@@ -101,5 +101,19 @@ describe('bounds of one configuration request', () => {
     expect(
       refusal(() => tenantConfigDecider.decide({ type: 'PutTool', tool: big, at }, fold([]))).field,
     ).toBe('inputSchema');
+  });
+});
+
+describe('bounds of one tenant', () => {
+  it('holds at most 500 tools; replacing one of them is still allowed', () => {
+    const events: TenantConfigEvent[] = Array.from({ length: MAX_DEFINITIONS_PER_TENANT }, (_, i) => ({
+      type: 'ToolConfigured',
+      data: { tool: tool(`t${i}`), at },
+    }));
+    const full = fold(events);
+    expect(
+      refusal(() => tenantConfigDecider.decide({ type: 'PutTool', tool: tool('one_more'), at }, full)).field,
+    ).toBe('name');
+    expect(tenantConfigDecider.decide({ type: 'PutTool', tool: tool('t7'), at }, full)).toHaveLength(1);
   });
 });
