@@ -16,6 +16,12 @@ export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 const AGENT_ID = /^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$/;
 const ROLES: readonly KeyRole[] = ['admin', 'editor', 'viewer'];
+/**
+ * Names of Object.prototype's members (`toString`, `constructor`, `valueOf` …): refused as tool
+ * names and agent ids, so no client or service that keys a plain object by them meets a prototype
+ * member (lookups here read own properties in any case).
+ */
+const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
 /** Most tools an agent may list (API.md bounds what one request may ask for). */
 export const MAX_AGENT_TOOLS = 128;
 /** Largest tool `inputSchema` as JSON text. */
@@ -62,6 +68,7 @@ const checkUrl = (field: string, value: string): void => {
 
 const checkTool = (tool: ToolDefinition): void => {
   if (!TOOL_NAME.test(tool.name)) fail('name', 'name must match ^[a-zA-Z][a-zA-Z0-9_-]{0,63}$');
+  if (PROTOTYPE_NAMES.has(tool.name)) fail('name', `"${tool.name}" is reserved`);
   if ((BUILTIN_TOOL_NAMES as readonly string[]).includes(tool.name)) {
     fail('name', `"${tool.name}" is a built-in tool's name and is reserved`);
   }
@@ -94,6 +101,7 @@ const checkTool = (tool: ToolDefinition): void => {
 
 const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   if (!AGENT_ID.test(agent.agentId)) fail('agentId', 'agentId must match ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$');
+  if (PROTOTYPE_NAMES.has(agent.agentId)) fail('agentId', `"${agent.agentId}" is reserved`);
   const [provider, model] = [
     agent.model.slice(0, agent.model.indexOf(':')),
     agent.model.slice(agent.model.indexOf(':') + 1),

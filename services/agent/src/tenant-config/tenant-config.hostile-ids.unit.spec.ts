@@ -59,7 +59,20 @@ describe('tenant configuration with prototype names as ids', () => {
     }
   });
 
-  it('a tool and an agent a tenant names `constructor` are ordinary entries', () => {
+  it('refuses prototype member names as tool names and agent ids', () => {
+    for (const name of PROTOTYPE_NAMES) {
+      const putTool = () => tenantConfigDecider.decide({ type: 'PutTool', tool: tool(name), at }, fold([]));
+      expect(refusal(putTool).field).toBe('name');
+      const putAgent = () =>
+        tenantConfigDecider.decide(
+          { type: 'PutAgent', agent: { ...agent([]), agentId: name }, at },
+          fold([]),
+        );
+      expect(refusal(putAgent).field).toBe('agentId');
+    }
+  });
+
+  it('a tool and an agent named `constructor` by events written before that are ordinary entries', () => {
     const events: TenantConfigEvent[] = [
       { type: 'ToolConfigured', data: { tool: tool('constructor'), at } },
       { type: 'AgentConfigured', data: { agent: { ...agent(['constructor']), agentId: 'toString' }, at } },

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { checkJsonTree, decodeUtf8Body } from './json-body.js';
 import { BodyDeferringFastifyAdapter, refuseOtherContentTypes } from './deferred-body.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
@@ -18,6 +19,7 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: requestIdOf,
+    frameworkErrors: answerUnroutableUrl,
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
@@ -27,6 +29,28 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
   refuseOtherContentTypes(adapter, BODY_LIMIT_BYTES);
   closeQuietConnectionsOnClose(adapter);
   return adapter;
+};
+
+/**
+ * Errors Fastify meets before routing (a path whose percent-encoding is not UTF-8, `%FF` or an
+ * encoded lone surrogate `%ED%A0%80`) are problems like every other answer: 400 naming the path.
+ */
+const answerUnroutableUrl = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+  const detail =
+    error.code === 'FST_ERR_BAD_URL' ? 'path: is not valid UTF-8 percent-encoding' : 'path: cannot be routed';
+  void reply
+    .code(400)
+    .header('content-type', 'application/problem+json; charset=utf-8')
+    .header(REQUEST_ID_HEADER, request.id)
+    .send(
+      JSON.stringify({
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail,
+        code: 'invalid_request',
+      }),
+    );
 };
 
 /**
