@@ -178,7 +178,9 @@ describe('the public API walk-through (gateway, agent, tools as processes)', () 
     expect((await call('GET', '/v1/agents', keys.admin)).body).toEqual({ data: [put.body] });
     problem(await call('GET', '/v1/agents/nobody', keys.admin), 404, 'not_found');
 
-    const provider = await call('PUT', '/v1/providers/openai', keys.admin, { body: { baseUrl: fake.url } });
+    const provider = await call('PUT', '/v1/providers/openai', keys.admin, {
+      body: { baseUrl: fake.url, apiKey: 'sk-tenant-e2e' },
+    });
     expect(provider).toMatchObject({ status: 200, body: { provider: 'openai', configured: true } });
   });
 

@@ -130,6 +130,8 @@ describe('the README tour', () => {
   it('npm start prints the URL, the keys and a curl that streams a turn of the demo agent', async () => {
     expect(banner).toMatch(/Keel dev mode ready in \d+\.\d s \(store: memory, bus: memory\)/);
     expect(banner).toContain('demo agent    "demo" on demo:keel-demo');
+    // Loopback is opened to webhooks in the dev mode (the tour's webhook runs on this machine).
+    expect(banner).toContain('egress        public addresses and loopback 127.0.0.0/8,::1/128');
     const exportLine =
       banner
         .split('\n')

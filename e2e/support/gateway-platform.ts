@@ -146,7 +146,11 @@ export const startGatewayPlatform = async (name: string, options: GatewayPlatfor
       maxSteps: 4,
     });
     expect(agent.status).toBe(200);
-    const provider = await request('PUT', '/v1/providers/openai', adminKey, { baseUrl: fake.url });
+    // A tenant endpoint comes with the tenant's own key (the platform key never goes there).
+    const provider = await request('PUT', '/v1/providers/openai', adminKey, {
+      baseUrl: fake.url,
+      apiKey: 'sk-tenant-e2e',
+    });
     expect(provider.status).toBe(200);
   };
 

@@ -12,6 +12,9 @@ export const platformEnv = (name: string, extra: Record<string, string> = {}): R
   KEEL_SUBJECT_PREFIX: `t.${uniqueName(name)}`,
   KEEL_MASTER_KEY: SecretBox.generateKey(),
   OPENAI_API_KEY: 'sk-test-e2e',
+  // The webhook and fake provider servers listen on loopback: opened on purpose, as an operator
+  // would with KEEL_EGRESS_ALLOW (e2e/egress.spec.ts closes it again).
+  KEEL_EGRESS_ALLOW: '127.0.0.0/8,::1/128',
   // A killed relay's lease blocks the next one for at most two windows.
   KEEL_OUTBOX_LEASE_MS: '1000',
   // The ready line is an info line.

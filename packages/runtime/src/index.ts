@@ -31,3 +31,7 @@ export { SHUTDOWN_SIGNALS, exitOnSignal } from './shutdown.js';
 export { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS } from './tokens.js';
 export { TrackingEventBus } from './tracking-bus.js';
 export { SecretBox } from './secrets/secret-box.js';
+export * from './egress/index.js';
+export { egressPolicyFromEnv } from './egress/egress-env.js';
+export { EgressDeniedError, createEgressFetch, egressDeniedIn } from './egress/guarded-fetch.js';
+export type { EgressFetchOptions, EgressResolver } from './egress/guarded-fetch.js';

@@ -4,7 +4,7 @@ import {
 } from '@keel/proto/keel/agent/v1/agent';
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
-import { KEEL_INFRA, KEEL_LOGGER, SecretBox, readEnv } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER, SecretBox, egressPolicyFromEnv, readEnv } from '@keel/runtime';
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import type { ConversationIndex } from './conversation-index/conversation-index.js';
@@ -80,7 +80,8 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
     {
       provide: TenantConfigService,
       inject: [KEEL_INFRA],
-      useFactory: (infra: Infrastructure) => new TenantConfigService(infra.store),
+      // KEEL_EGRESS_ALLOW: the ranges a tenant's webhook or provider URL may name though not public.
+      useFactory: (infra: Infrastructure) => new TenantConfigService(infra.store, egressPolicyFromEnv()),
     },
     {
       provide: CONVERSATION_INDEX,

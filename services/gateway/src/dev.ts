@@ -14,7 +14,12 @@ import {
   SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
-import { announceDevMode, ensureDevOperatorKey, pointServicesAtEachOther } from './dev/dev-start.js';
+import {
+  announceDevMode,
+  ensureDevEgressAllow,
+  ensureDevOperatorKey,
+  pointServicesAtEachOther,
+} from './dev/dev-start.js';
 import { GatewayModule } from './gateway.module.js';
 import { GATEWAY_GRPC_SERVICES } from './grpc/grpc-services.js';
 import { createGatewayHttpAdapter } from './http/http-adapter.js';
@@ -46,6 +51,9 @@ pointServicesAtEachOther((service) => configFor(service).grpcPort);
 // Without KEEL_OPERATOR_KEY the dev mode makes one up too, and prints it with the dev tenant's key.
 const startedAt = Date.now() - process.uptime() * 1000;
 const operatorKeyMadeUp = ensureDevOperatorKey();
+// Webhooks and provider baseUrls on this machine work in the dev mode: loopback is opened unless
+// KEEL_EGRESS_ALLOW says otherwise (before the agent and tools services read it).
+const egress = ensureDevEgressAllow();
 
 const gatewayConfig = configFor('gateway');
 const logger = createLogger('dev', { level: gatewayConfig.logLevel });
@@ -92,4 +100,4 @@ logger.info(
   `dev mode ready: ${url} (try ${url}/healthz, ${url}/readyz, ${url}/metrics)`,
 );
 // The dev tenant, its admin key and the demo agent (found again on a persisted store), then the banner.
-await announceDevMode({ running, infrastructure, logger, startedAt, operatorKeyMadeUp });
+await announceDevMode({ running, infrastructure, logger, startedAt, operatorKeyMadeUp, egress });

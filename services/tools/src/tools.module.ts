@@ -1,6 +1,6 @@
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelConfig, KeelLogger } from '@keel/runtime';
-import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, SecretBox, readEnv } from '@keel/runtime';
+import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, SecretBox, egressPolicyFromEnv, readEnv } from '@keel/runtime';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import { InMemoryToolCallLedger, MongoToolCallLedger, WebhookExecutor } from './execution/index.js';
@@ -60,7 +60,11 @@ const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
             store: infra.store,
             bus: infra.bus,
             ledger: ledgerFor(infra),
-            webhooks: new WebhookExecutor({ maxResponseBytes: MAX_WEBHOOK_RESPONSE_BYTES }),
+            // KEEL_EGRESS_ALLOW: the ranges a webhook URL may reach though not public.
+            webhooks: new WebhookExecutor({
+              maxResponseBytes: MAX_WEBHOOK_RESPONSE_BYTES,
+              egress: egressPolicyFromEnv(),
+            }),
             tenantTools: new TenantToolsCache(infra.store),
             ...(secrets ? { secrets } : {}),
             logger: log,

@@ -1,3 +1,5 @@
+import { EgressAllowListError, parseAllowList } from '../egress/egress-policy.js';
+
 /** What kind of value an environment variable holds; each kind parses and checks its text. */
 export type EnvKind =
   | { type: 'port' }
@@ -9,7 +11,8 @@ export type EnvKind =
   | { type: 'enum'; values: readonly string[] }
   | { type: 'pattern'; pattern: RegExp; what: string }
   | { type: 'base64-bytes'; bytes: number }
-  | { type: 'secret'; minLength: number };
+  | { type: 'secret'; minLength: number }
+  | { type: 'cidr-list' };
 
 /** A parsed value: numbers for the numeric kinds, the trimmed text otherwise. */
 export type EnvValue = string | number;
@@ -78,6 +81,14 @@ export const parseEnvValue = (kind: EnvKind, raw: string): EnvValue => {
     case 'secret':
       if (raw.length < kind.minLength)
         throw new EnvValueProblem(`must be at least ${kind.minLength} characters long`);
+      return raw;
+    case 'cidr-list':
+      try {
+        parseAllowList(raw);
+      } catch (error) {
+        if (error instanceof EgressAllowListError) throw new EnvValueProblem(error.message);
+        throw error;
+      }
       return raw;
     default: {
       const unknown: never = kind;

@@ -306,6 +306,14 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: 'the Ollama server',
   },
 
+  // Egress (the agent's provider calls and the tools service's webhooks).
+  {
+    name: 'KEEL_EGRESS_ALLOW',
+    kind: { type: 'cidr-list' },
+    readers: ['agent', 'tools'],
+    doc: 'CIDRs tenant-aimed calls (webhooks, provider baseUrl) may reach though not public, e.g. 10.1.0.0/16,fd00::/8; unset: none (npm start: 127.0.0.0/8,::1/128)',
+  },
+
   // Tools.
   {
     name: 'KEEL_TOOLS_ACK_WAIT_MS',

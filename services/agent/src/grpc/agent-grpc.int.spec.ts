@@ -112,6 +112,8 @@ beforeAll(async () => {
       // The process-wide defaults; the tenant's own key and endpoint (PutProvider) win over them.
       OPENAI_API_KEY: 'sk-env-default-0000',
       OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      // The fake provider the tenant points its baseUrl at listens on loopback: opened on purpose.
+      KEEL_EGRESS_ALLOW: '127.0.0.0/8,::1/128',
       LOG_LEVEL: 'info',
     },
     readyLine: /"msg":"ready"/,

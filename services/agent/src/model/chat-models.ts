@@ -39,18 +39,63 @@ export interface ChatModelSettings {
   env: Record<string, string | undefined>;
   /** Pause between the demo model's words, in milliseconds. */
   demoWordDelayMs: number;
+  /**
+   * The egress-guarded fetch (`createEgressFetch`) every call to a tenant's `baseUrl` goes
+   * through; without it a tenant `baseUrl` is refused.
+   */
+  egressFetch?: typeof fetch;
 }
 
-/** The API key of a provider that needs one: the tenant's, else the environment's, else a clear error. */
-const requireKey = (provider: Provider, variable: string, settings: ChatModelSettings): string => {
-  const apiKey = settings.credentials.apiKey || settings.env[variable];
-  if (!apiKey) {
+/** Where one provider call goes, with which key, and through which fetch. */
+interface Endpoint {
+  apiKey: string;
+  /** Undefined: the provider's default. */
+  baseUrl: string | undefined;
+  /** Set for a tenant's endpoint: the egress guard. */
+  fetch: typeof fetch | undefined;
+}
+
+/**
+ * The endpoint of a provider that needs a key. A tenant's `baseUrl` goes with the tenant's key
+ * only, through the egress guard; the platform's key (`keyVariable`) only ever goes to the
+ * platform's endpoint (`baseVariable`, else the provider's default). A `baseUrl` stored without
+ * a key (before PUT refused that) fails the call naming the tenant's provider config.
+ */
+const endpointOf = (
+  provider: Provider,
+  keyVariable: string,
+  baseVariable: string,
+  settings: ChatModelSettings,
+): Endpoint => {
+  const { apiKey, baseUrl } = settings.credentials;
+  if (baseUrl) {
+    if (!apiKey) {
+      throw new ValidationError(
+        `the tenant's ${provider} provider config sets a baseUrl without an apiKey: PUT /v1/providers/${provider} with both, or without baseUrl`,
+        { field: 'apiKey', details: { provider } },
+      );
+    }
+    return { apiKey, baseUrl, fetch: tenantFetch(provider, settings) };
+  }
+  const key = apiKey || settings.env[keyVariable];
+  if (!key) {
     throw new ValidationError(
-      `no API key for provider "${provider}": configure the tenant's ${provider} credentials or set ${variable}`,
-      { field: 'credentials.apiKey', details: { provider, variable } },
+      `no API key for provider "${provider}": configure the tenant's ${provider} credentials or set ${keyVariable}`,
+      { field: 'credentials.apiKey', details: { provider, variable: keyVariable } },
     );
   }
-  return apiKey;
+  return { apiKey: key, baseUrl: settings.env[baseVariable] || undefined, fetch: undefined };
+};
+
+/** The guarded fetch for a tenant's endpoint; refuses the call when there is none to guard it. */
+const tenantFetch = (provider: Provider, settings: ChatModelSettings): typeof fetch => {
+  if (!settings.egressFetch) {
+    throw new ValidationError(`the tenant's ${provider} baseUrl cannot be called without the egress guard`, {
+      field: 'baseUrl',
+      details: { provider },
+    });
+  }
+  return settings.egressFetch;
 };
 
 /** The LangChain chat model for one call, streaming with usage reported. */
@@ -62,12 +107,15 @@ export const buildChatModel = (
   const { credentials, temperature, maxRetries, env } = settings;
   switch (provider) {
     case 'openai': {
-      const apiKey = requireKey(provider, 'OPENAI_API_KEY', settings);
-      const baseURL = credentials.baseUrl || env['OPENAI_BASE_URL'];
+      const {
+        apiKey,
+        baseUrl: baseURL,
+        fetch,
+      } = endpointOf(provider, 'OPENAI_API_KEY', 'OPENAI_BASE_URL', settings);
       const chat = new ChatOpenAI({
         model,
         apiKey,
-        configuration: baseURL ? { baseURL } : {},
+        configuration: { ...(baseURL ? { baseURL } : {}), ...(fetch ? { fetch } : {}) },
         streaming: true,
         streamUsage: true,
         temperature,
@@ -76,12 +124,17 @@ export const buildChatModel = (
       return { chat, apiKey };
     }
     case 'anthropic': {
-      const apiKey = requireKey(provider, 'ANTHROPIC_API_KEY', settings);
-      const baseUrl = credentials.baseUrl || env['ANTHROPIC_BASE_URL'];
+      const { apiKey, baseUrl, fetch } = endpointOf(
+        provider,
+        'ANTHROPIC_API_KEY',
+        'ANTHROPIC_BASE_URL',
+        settings,
+      );
       const chat = new ChatAnthropic({
         model,
         apiKey,
         ...(baseUrl ? { anthropicApiUrl: baseUrl } : {}),
+        ...(fetch ? { clientOptions: { fetch } } : {}),
         streaming: true,
         streamUsage: true,
         temperature,
@@ -90,8 +143,14 @@ export const buildChatModel = (
       return { chat, apiKey };
     }
     case 'google': {
-      const apiKey = requireKey(provider, 'GOOGLE_API_KEY', settings);
-      const baseUrl = credentials.baseUrl || env['GOOGLE_BASE_URL'];
+      // The Google client always calls the global fetch: a tenant endpoint could not be guarded.
+      if (credentials.baseUrl) {
+        throw new ValidationError(
+          "the tenant's google provider config sets a baseUrl, which the Google client cannot call through the egress guard: PUT /v1/providers/google without baseUrl",
+          { field: 'baseUrl', details: { provider } },
+        );
+      }
+      const { apiKey, baseUrl } = endpointOf(provider, 'GOOGLE_API_KEY', 'GOOGLE_BASE_URL', settings);
       const chat = new ChatGoogleGenerativeAI({
         model,
         apiKey,
@@ -104,8 +163,18 @@ export const buildChatModel = (
       return { chat, apiKey };
     }
     case 'ollama': {
-      const baseUrl = withScheme(credentials.baseUrl || env['OLLAMA_HOST'] || 'http://127.0.0.1:11434');
-      const chat = new ChatOllama({ model, baseUrl, streaming: true, temperature, maxRetries });
+      // Ollama has no platform key: a tenant's server may go without one, but through the guard.
+      const tenant = credentials.baseUrl ? withScheme(credentials.baseUrl) : undefined;
+      const baseUrl = tenant ?? withScheme(env['OLLAMA_HOST'] || 'http://127.0.0.1:11434');
+      const fetch = tenant ? tenantFetch(provider, settings) : undefined;
+      const chat = new ChatOllama({
+        model,
+        baseUrl,
+        ...(fetch ? { fetch } : {}),
+        streaming: true,
+        temperature,
+        maxRetries,
+      });
       return { chat, apiKey: credentials.apiKey };
     }
     case 'demo': {

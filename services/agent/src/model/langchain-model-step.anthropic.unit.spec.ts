@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { EgressPolicy } from '@keel/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModelStep } from './langchain-model-step.js';
 
@@ -73,7 +74,9 @@ describe('createModelStep on Anthropic (content blocks)', () => {
   it('streams the text blocks as deltas and returns the tool_use block as a tool call with cache usage', async () => {
     const deltas: string[] = [];
 
-    const output = await createModelStep({ env: {}, maxRetries: 0 })({
+    // The scripted server is the tenant's endpoint on loopback: opened on purpose.
+    const egress = EgressPolicy.fromAllowList('127.0.0.0/8');
+    const output = await createModelStep({ env: {}, maxRetries: 0, egress })({
       model: 'anthropic:claude-test',
       credentials: { apiKey: 'sk-ant-test', baseUrl },
       messages: [

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
 import type { AIMessageChunk } from '@langchain/core/messages';
 import type { Runnable } from '@langchain/core/runnables';
+import type { EgressPolicy } from '@keel/runtime';
+import { createEgressFetch, egressDeniedIn, egressPolicyFromEnv } from '@keel/runtime';
 import { buildChatModel, parseModelId } from './chat-models.js';
 import { textOf, toFunctionTools, toLangChainMessages } from './langchain-messages.js';
 import { abortError, raceAbort, toModelError } from './model-errors.js';
@@ -15,6 +17,8 @@ export interface ModelStepOptions {
   maxRetries?: number;
   /** Pause between the demo model's streamed words, in milliseconds; default 0. */
   demoWordDelayMs?: number;
+  /** What a tenant's provider `baseUrl` may reach; default `KEEL_EGRESS_ALLOW` of `env`. */
+  egress?: EgressPolicy;
 }
 
 /**
@@ -26,6 +30,9 @@ export interface ModelStepOptions {
 export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
   const maxRetries = options.maxRetries ?? 2;
   const demoWordDelayMs = options.demoWordDelayMs ?? 0;
+  const env = options.env ?? process.env;
+  // One guarded fetch (one connection pool) for every call to a tenant's endpoint.
+  const egressFetch = createEgressFetch({ policy: options.egress ?? egressPolicyFromEnv(env) });
   return async (input) => {
     const { signal } = input;
     if (signal.aborted) throw abortError(signal);
@@ -34,8 +41,9 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
       credentials: input.credentials,
       temperature: input.temperature,
       maxRetries,
-      env: options.env ?? process.env,
+      env,
       demoWordDelayMs,
+      egressFetch,
     });
     let runnable: Runnable<BaseLanguageModelInput, AIMessageChunk> = chat;
     if (input.tools.length > 0) {
@@ -50,7 +58,8 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
       return await aggregate(stream, input, provider);
     } catch (error) {
       if (signal.aborted) throw abortError(signal);
-      throw toModelError(error, provider, [apiKey]);
+      // A refused tenant endpoint: the guard's own error, whatever the SDK wrapped it in.
+      throw egressDeniedIn(error) ?? toModelError(error, provider, [apiKey]);
     }
   };
 };

@@ -2,8 +2,9 @@ import type { EventStore, CommandHandler } from '@keel/core';
 import { streamName } from '@keel/core';
 import type { TenantConfigEvent } from '@keel/events';
 import { TENANT_CONFIG_CATEGORY } from '@keel/events';
+import { EgressPolicy } from '@keel/runtime/egress';
 import type { TenantConfig, TenantConfigCommand } from '../tenant-config/tenant-config.decider.js';
-import { tenantConfigDecider } from '../tenant-config/tenant-config.decider.js';
+import { createTenantConfigDecider } from '../tenant-config/tenant-config.decider.js';
 import { CachingCommandHandler } from './caching-command-handler.js';
 import type { CallContext } from './context.js';
 import { eventMetadata } from './context.js';
@@ -12,9 +13,10 @@ import { eventMetadata } from './context.js';
 export class TenantConfigService {
   private readonly handler: CommandHandler<TenantConfig, TenantConfigCommand, TenantConfigEvent>;
 
-  constructor(store: EventStore) {
+  /** `egress` judges the URLs tenants aim (KEEL_EGRESS_ALLOW); default: no range opened. */
+  constructor(store: EventStore, egress: EgressPolicy = new EgressPolicy()) {
     // Remembers the tenants' configurations: a load reads only the newer events.
-    this.handler = new CachingCommandHandler(store, tenantConfigDecider, {
+    this.handler = new CachingCommandHandler(store, createTenantConfigDecider(egress), {
       snapshot: { name: 'tenant-config-v1', every: 20 },
     });
   }

@@ -9,6 +9,7 @@ import type {
   ToolDefinition,
 } from '@keel/events';
 import { PROVIDERS } from '@keel/events';
+import { EgressPolicy } from '@keel/runtime/egress';
 
 /** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
 export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
@@ -55,7 +56,8 @@ const fail = (field: string, message: string): never => {
   throw new ValidationError(message, { field });
 };
 
-const checkUrl = (field: string, value: string): void => {
+/** A tenant-aimed URL: http(s), no credentials, and no host the egress policy refuses as written. */
+const checkUrl = (field: string, value: string, egress: EgressPolicy): void => {
   let url: URL;
   try {
     url = new URL(value);
@@ -64,9 +66,18 @@ const checkUrl = (field: string, value: string): void => {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(field, `${field} must be http or https`);
   if (url.username || url.password) fail(field, `${field} must not carry credentials`);
+  // A literal address or `localhost` is refused now; a name is checked again at every call.
+  const refusal = egress.refusalOfUrl(field, url);
+  if (refusal !== undefined) fail(field, refusal);
 };
 
-const checkTool = (tool: ToolDefinition): void => {
+/**
+ * Providers whose client cannot take the guarded fetch: the Google client always calls the global
+ * `fetch`, so a tenant `baseUrl` could not be held to the egress policy and is refused.
+ */
+const NO_TENANT_BASE_URL: readonly string[] = ['google'];
+
+const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
   if (!TOOL_NAME.test(tool.name)) fail('name', 'name must match ^[a-zA-Z][a-zA-Z0-9_-]{0,63}$');
   if (PROTOTYPE_NAMES.has(tool.name)) fail('name', `"${tool.name}" is reserved`);
   if ((BUILTIN_TOOL_NAMES as readonly string[]).includes(tool.name)) {
@@ -82,7 +93,7 @@ const checkTool = (tool: ToolDefinition): void => {
   if (tool.inputSchema?.type !== 'object')
     fail('inputSchema', 'inputSchema must be a JSON schema with type "object"');
   if (tool.kind !== 'webhook') fail('kind', 'kind must be "webhook" (built-in tools cannot be defined)');
-  checkUrl('url', tool.url);
+  checkUrl('url', tool.url, egress);
   if (tool.approval !== 'never' && tool.approval !== 'always')
     fail('approval', 'approval must be "never" or "always"');
   if (JSON.stringify(tool.inputSchema).length > MAX_SCHEMA_BYTES) {
@@ -148,13 +159,18 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   }
 };
 
-/** The tenant configuration aggregate: validates definitions, keeps secrets sealed. */
-export const tenantConfigDecider: Decider<TenantConfig, TenantConfigCommand, TenantConfigEvent> = {
+/**
+ * The tenant configuration aggregate: validates definitions, keeps secrets sealed. `egress` (the
+ * `KEEL_EGRESS_ALLOW` policy) judges the URLs tenants aim; pure, it only reads literal hosts.
+ */
+export const createTenantConfigDecider = (
+  egress: EgressPolicy = new EgressPolicy(),
+): Decider<TenantConfig, TenantConfigCommand, TenantConfigEvent> => ({
   initialState: () => ({ tools: {}, agents: {}, providers: {} }),
   decide: (command, state) => {
     switch (command.type) {
       case 'PutTool':
-        checkTool(command.tool);
+        checkTool(command.tool, egress);
         checkRoom(state.tools, command.tool.name, 'name', 'tools');
         return [{ type: 'ToolConfigured', data: { tool: command.tool, at: command.at } }];
       case 'PutAgent':
@@ -166,7 +182,24 @@ export const tenantConfigDecider: Decider<TenantConfig, TenantConfigCommand, Ten
         if (!(PROVIDERS as readonly string[]).includes(provider)) {
           fail('provider', `provider must be one of ${PROVIDERS.join(', ')}`);
         }
-        if (baseUrl !== undefined) checkUrl('baseUrl', baseUrl);
+        if (baseUrl !== undefined) {
+          if (NO_TENANT_BASE_URL.includes(provider)) {
+            fail(
+              'baseUrl',
+              `baseUrl cannot be set for ${provider}: its client cannot be held to the egress policy`,
+            );
+          }
+          checkUrl('baseUrl', baseUrl, egress);
+          // ProviderConfigured replaces the whole entry, so the key must come in this same command:
+          // a platform key from the environment is never sent to a tenant's endpoint. Ollama has
+          // no platform key, so a tenant's Ollama server may go without one.
+          if (!apiKey && provider !== 'ollama') {
+            fail(
+              'apiKey',
+              'apiKey is required with baseUrl: the platform key is only sent to the platform endpoint',
+            );
+          }
+        }
         return [
           {
             type: 'ProviderConfigured',
@@ -207,4 +240,7 @@ export const tenantConfigDecider: Decider<TenantConfig, TenantConfigCommand, Ten
         return { ...state, webhookSecret: event.data.secret };
     }
   },
-};
+});
+
+/** The tenant configuration decider with no egress range opened (KEEL_EGRESS_ALLOW empty). */
+export const tenantConfigDecider = createTenantConfigDecider();

@@ -2,7 +2,8 @@ import { ValidationError } from '@keel/core';
 import { DeciderSpec } from '@keel/core/testing';
 import type { AgentDefinition, TenantConfigEvent, ToolDefinition } from '@keel/events';
 import { describe, expect, it } from 'vitest';
-import { tenantConfigDecider } from './tenant-config.decider.js';
+import { EgressPolicy } from '@keel/runtime/egress';
+import { createTenantConfigDecider, tenantConfigDecider } from './tenant-config.decider.js';
 
 const at = '2026-11-21T10:00:00.000Z';
 const spec = DeciderSpec.for(tenantConfigDecider);
@@ -80,14 +81,95 @@ describe('tenant configuration', () => {
   it('keeps provider keys and the webhook secret sealed in the state', () => {
     const sealed = { v: 1 as const, iv: 'aXY=', tag: 'dGFn', data: 'ZGF0YQ==' };
     const events = tenantConfigDecider.decide(
-      { type: 'PutProvider', provider: 'openai', apiKey: sealed, baseUrl: 'http://127.0.0.1:9999/v1', at },
+      { type: 'PutProvider', provider: 'openai', apiKey: sealed, baseUrl: 'https://llm.example.com/v1', at },
       tenantConfigDecider.initialState(),
     );
     const state = [
       ...events,
       { type: 'WebhookSecretRotated', data: { secret: sealed, at } } as TenantConfigEvent,
     ].reduce(tenantConfigDecider.evolve, tenantConfigDecider.initialState());
-    expect(state.providers.openai).toEqual({ apiKey: sealed, baseUrl: 'http://127.0.0.1:9999/v1' });
+    expect(state.providers.openai).toEqual({ apiKey: sealed, baseUrl: 'https://llm.example.com/v1' });
     expect(state.webhookSecret).toEqual(sealed);
+  });
+});
+
+describe('tenant-aimed URLs (egress policy, API.md "Egress")', () => {
+  const sealed = { v: 1 as const, iv: 'aXY=', tag: 'dGFn', data: 'ZGF0YQ==' };
+  const empty = tenantConfigDecider.initialState();
+  const refusal = (run: () => unknown): { field: string | undefined; message: string } => {
+    try {
+      run();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ValidationError);
+      return { field: (error as ValidationError).field, message: (error as Error).message };
+    }
+    throw new Error('not refused');
+  };
+  const putTool =
+    (url: string, decider = tenantConfigDecider) =>
+    () =>
+      decider.decide({ type: 'PutTool', tool: { ...tool, url }, at }, empty);
+  const putProvider = (provider: string, fields: { apiKey?: typeof sealed; baseUrl?: string }) => () =>
+    tenantConfigDecider.decide({ type: 'PutProvider', provider, ...fields, at }, empty);
+
+  it.each([
+    'http://127.0.0.1:8080/metrics',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://10.0.0.1/',
+    'http://2130706433/',
+    'http://0x7f.1/',
+    'http://0177.0.0.1/',
+    'http://[::1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[fd00::1]/',
+    'http://localhost:9/',
+    'http://LOCALHOST./',
+    'http://metrics.localhost/',
+  ])('refuses the tool url %s naming url', (url) => {
+    const { field, message } = refusal(putTool(url));
+    expect(field).toBe('url');
+    expect(message).toMatch(/^url must point to a public address: /);
+  });
+
+  it('stores a public or named tool url (a name is checked at each call)', () => {
+    expect(putTool('https://hooks.example.com/x')()).toHaveLength(1);
+    expect(putTool('http://8.8.8.8/x')()).toHaveLength(1);
+  });
+
+  it('honours the allow list it is built with (the dev mode opens loopback)', () => {
+    const dev = createTenantConfigDecider(EgressPolicy.fromAllowList('127.0.0.0/8,::1/128'));
+    expect(putTool('http://127.0.0.1:8080/hook', dev)()).toHaveLength(1);
+    expect(putTool('http://localhost:8080/hook', dev)()).toHaveLength(1);
+    expect(refusal(putTool('http://169.254.169.254/', dev)).field).toBe('url');
+  });
+
+  it('refuses a provider baseUrl without its own apiKey, naming apiKey', () => {
+    for (const provider of ['openai', 'anthropic']) {
+      const { field, message } = refusal(putProvider(provider, { baseUrl: 'https://attacker.example/v1' }));
+      expect(field).toBe('apiKey');
+      expect(message).toMatch(/^apiKey is required with baseUrl/);
+    }
+    expect(putProvider('openai', { apiKey: sealed, baseUrl: 'https://llm.example.com/v1' })()).toHaveLength(
+      1,
+    );
+    expect(putProvider('openai', { apiKey: sealed })()).toHaveLength(1);
+  });
+
+  it('refuses a provider baseUrl on a refused literal, naming baseUrl', () => {
+    for (const baseUrl of [
+      'http://127.0.0.1:11434',
+      'http://169.254.169.254',
+      'http://[::ffff:10.0.0.1]/v1',
+    ]) {
+      expect(refusal(putProvider('openai', { apiKey: sealed, baseUrl })).field).toBe('baseUrl');
+      expect(refusal(putProvider('ollama', { baseUrl })).field).toBe('baseUrl');
+    }
+  });
+
+  it('lets an Ollama baseUrl go without a key (no platform key exists), refuses any Google baseUrl', () => {
+    expect(putProvider('ollama', { baseUrl: 'https://ollama.example.com' })()).toHaveLength(1);
+    const google = refusal(putProvider('google', { apiKey: sealed, baseUrl: 'https://llm.example.com' }));
+    expect(google.field).toBe('baseUrl');
+    expect(google.message).toMatch(/^baseUrl cannot be set for google/);
   });
 });

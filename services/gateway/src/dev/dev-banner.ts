@@ -12,6 +12,8 @@ export interface DevBannerInput {
   devKey: DevKey;
   setup: DevSetup;
   modelReason: string;
+  /** What webhooks and provider baseUrls may reach (KEEL_EGRESS_ALLOW). */
+  egress?: string;
 }
 
 const KEY_NOTES: Record<DevKey['origin'], string> = {
@@ -43,6 +45,7 @@ export const devBanner = (input: DevBannerInput): string => {
     `  dev tenant    ${setup.tenantId}, admin key ${input.devKey.key}`,
     `                (${KEY_NOTES[input.devKey.origin]})`,
     `  demo agent    "${setup.agentId}" on ${setup.model} (${input.modelReason})`,
+    ...(input.egress === undefined ? [] : [`  egress        ${input.egress}`]),
     '',
     'In another shell:',
     `  ${exports}`,

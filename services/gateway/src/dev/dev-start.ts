@@ -1,4 +1,5 @@
 import type { Infrastructure, KeelLogger, RunningService } from '@keel/runtime';
+import { DEV_EGRESS_ALLOW } from '@keel/runtime/egress';
 import { AgentClient } from '../agent-client/agent.client.js';
 import { generateApiKey } from '../tenants/api-keys.js';
 import { devBanner } from './dev-banner.js';
@@ -16,6 +17,22 @@ export const ensureDevOperatorKey = (env: Env = process.env): boolean => {
   if (env.KEEL_OPERATOR_KEY?.trim()) return false;
   env.KEEL_OPERATOR_KEY = generateApiKey().replace(/^keel_/, 'keel_op_');
   return true;
+};
+
+/**
+ * Opens loopback to the calls tenants aim (webhooks, provider baseUrl) in the dev mode, so a
+ * webhook on this machine works: `KEEL_EGRESS_ALLOW=127.0.0.0/8,::1/128` unless the variable is
+ * set (an empty value opens nothing). Returns the banner's line on it.
+ */
+export const ensureDevEgressAllow = (env: Env = process.env): string => {
+  const set = env.KEEL_EGRESS_ALLOW;
+  if (set === undefined) {
+    env.KEEL_EGRESS_ALLOW = DEV_EGRESS_ALLOW;
+    return `public addresses and loopback ${DEV_EGRESS_ALLOW} (the dev default; set KEEL_EGRESS_ALLOW to change it)`;
+  }
+  return set.trim() === ''
+    ? 'public addresses only (KEEL_EGRESS_ALLOW is empty)'
+    : `public addresses and ${set.trim()} (KEEL_EGRESS_ALLOW)`;
 };
 
 /**
@@ -42,6 +59,8 @@ export async function announceDevMode(options: {
   logger: KeelLogger;
   startedAt: number;
   operatorKeyMadeUp: boolean;
+  /** What tenant-aimed calls may reach (`ensureDevEgressAllow`). */
+  egress?: string;
   env?: Env;
 }): Promise<void> {
   const env = options.env ?? process.env;
@@ -75,6 +94,7 @@ export async function announceDevMode(options: {
         devKey,
         setup,
         modelReason: reason,
+        ...(options.egress === undefined ? {} : { egress: options.egress }),
       }),
     );
   } finally {

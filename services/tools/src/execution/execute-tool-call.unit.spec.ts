@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EgressPolicy } from '@keel/runtime';
 import type { BuiltinTool } from '@keel/tooling';
 import { executeToolCall } from './execute-tool-call.js';
 import type { ToolCallDependencies, ToolCallRequest } from './execute-tool-call.js';
@@ -20,7 +21,12 @@ beforeEach(async () => {
   ledger = new InMemoryToolCallLedger();
   deps = {
     ledger,
-    webhooks: new WebhookExecutor({ baseDelayMs: 10, maxDelayMs: 50 }),
+    // The test webhooks listen on loopback: opened on purpose, as KEEL_EGRESS_ALLOW would.
+    webhooks: new WebhookExecutor({
+      baseDelayMs: 10,
+      maxDelayMs: 50,
+      egress: EgressPolicy.fromAllowList('127.0.0.0/8'),
+    }),
     now: () => new Date('2025-03-10T12:00:00Z'),
   };
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { KeelError } from '@keel/core';
+import { EgressPolicy, createEgressFetch, egressDeniedIn } from '@keel/runtime';
 import { backoffDelayMs, sleep } from './backoff.js';
 import { readBody, readSnippet, snippetOf } from './response-body.js';
 import type { ToolError } from './types.js';
@@ -54,6 +55,12 @@ export interface WebhookExecutorOptions {
   userAgent?: string;
   /** Source of jitter in [0, 1) (tests pin it). */
   random?: () => number;
+  /**
+   * What a webhook URL may reach (`KEEL_EGRESS_ALLOW`); default: public addresses only. Every
+   * call is checked after resolution and connects to the address checked.
+   */
+  egress?: EgressPolicy;
+  /** Replaces the egress-guarded fetch (tests that stub the network). */
   fetch?: typeof fetch;
   onAttempt?: (info: WebhookAttemptInfo) => void;
 }
@@ -92,7 +99,7 @@ export class WebhookExecutor {
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.#random = options.random ?? Math.random;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#fetch = options.fetch ?? createEgressFetch({ policy: options.egress ?? new EgressPolicy() });
     this.#onAttempt = options.onAttempt;
   }
 
@@ -204,6 +211,16 @@ export class WebhookExecutor {
       return { kind: 'final', result: { ok: false, attempts: attempt, status, error } };
     } catch (error) {
       if (request.signal?.aborted) return { kind: 'cancelled' };
+      const denied = egressDeniedIn(error);
+      if (denied) {
+        // Final: the URL points inside (or resolves there); retrying would not change that.
+        const result: WebhookResult = {
+          ok: false,
+          attempts: attempt,
+          error: { code: 'egress_denied', message: denied.message },
+        };
+        return { kind: 'final', result };
+      }
       if (timeout.signal.aborted) {
         return {
           kind: 'retryable',

@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { EgressPolicy } from '@keel/runtime';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTestWebhook } from './testing/webhook-server.js';
 import type { TestWebhook } from './testing/webhook-server.js';
@@ -29,9 +30,12 @@ const request = (overrides: Partial<WebhookRequest> = {}): WebhookRequest => ({
   ...overrides,
 });
 
+/** The test webhooks listen on loopback: opened on purpose, as KEEL_EGRESS_ALLOW would. */
+const LOOPBACK = EgressPolicy.fromAllowList('127.0.0.0/8,::1/128');
+
 /** Fast retries with the maximum of each jitter range, so waits are known. */
 const executor = (overrides: ConstructorParameters<typeof WebhookExecutor>[0] = {}) =>
-  new WebhookExecutor({ baseDelayMs: 40, maxDelayMs: 1000, random: () => 1, ...overrides });
+  new WebhookExecutor({ baseDelayMs: 40, maxDelayMs: 1000, random: () => 1, egress: LOOPBACK, ...overrides });
 
 describe('webhook executor: the call contract', () => {
   it('POSTs the signed JSON body with Idempotency-Key and User-Agent; a 2xx JSON body is the result', async () => {
@@ -356,3 +360,37 @@ const waitFor = async (condition: () => boolean): Promise<void> => {
     await new Promise((r) => setTimeout(r, 5));
   }
 };
+
+describe('webhook executor: the egress guard', () => {
+  it('refuses a loopback webhook when loopback is not opened: egress_denied, once, nothing sent', async () => {
+    const strict = executor({ egress: new EgressPolicy() });
+    for (const url of [
+      hook.url,
+      hook.url.replace('127.0.0.1', '2130706433'),
+      hook.url.replace('127.0.0.1', '0x7f.1'),
+    ]) {
+      const result = await strict.call(request({ url }));
+      expect(result).toEqual({
+        ok: false,
+        attempts: 1,
+        error: { code: 'egress_denied', message: 'egress to 127.0.0.1 is refused: it is a loopback address' },
+      });
+    }
+    const named = await strict.call(request({ url: hook.url.replace('127.0.0.1', 'localhost') }));
+    expect(named.ok).toBe(false);
+    expect(!named.ok && named.error.code).toBe('egress_denied');
+    expect(hook.requests).toEqual([]);
+  });
+
+  it('does not follow a redirect to an address it would refuse', async () => {
+    hook.reply(() => ({
+      status: 302,
+      headers: { location: 'http://169.254.169.254/latest/meta-data/' },
+      body: '',
+    }));
+    const result = await executor().call(request());
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error.code).toBe('webhook_status_302');
+    expect(hook.requests).toHaveLength(1);
+  });
+});

@@ -7,7 +7,7 @@ import {
   OutboxRelay,
 } from '@keel/core';
 import type { ToolCallExecuted, ToolDefinition } from '@keel/events';
-import { SecretBox, createLogger } from '@keel/runtime';
+import { EgressPolicy, SecretBox, createLogger } from '@keel/runtime';
 import { eventually } from '@keel/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InMemoryToolCallLedger, WebhookExecutor, verifySignature } from '../execution/index.js';
@@ -56,7 +56,12 @@ const startConsumer = async (options: ToolCallConsumerOptions = {}): Promise<Too
       store,
       bus,
       ledger,
-      webhooks: new WebhookExecutor({ baseDelayMs: 5, maxDelayMs: 20 }),
+      // The test webhooks listen on loopback: opened on purpose, as KEEL_EGRESS_ALLOW would.
+      webhooks: new WebhookExecutor({
+        baseDelayMs: 5,
+        maxDelayMs: 20,
+        egress: EgressPolicy.fromAllowList('127.0.0.0/8'),
+      }),
       tenantTools: new TenantToolsCache(store),
       secrets: box,
       logger: createLogger('tools', { level: 'debug', destination: { write: (l) => logLines.push(l) } }),

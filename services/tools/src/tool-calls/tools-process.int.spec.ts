@@ -44,6 +44,8 @@ const startTools = async (): Promise<ProcessHandle> =>
       KEEL_SUBJECT_PREFIX: subjectPrefix,
       GRPC_PORT: String(await freePort()),
       KEEL_MASTER_KEY: masterKey,
+      // The test webhooks listen on loopback: opened on purpose (the egress policy refuses it otherwise).
+      KEEL_EGRESS_ALLOW: '127.0.0.0/8,::1/128',
       // A call whose process died moves to another instance after this long without a sign of life.
       KEEL_TOOLS_ACK_WAIT_MS: String(ACK_WAIT_MS),
       SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
