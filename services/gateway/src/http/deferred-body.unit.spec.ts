@@ -39,7 +39,7 @@ describe('BodyDeferringFastifyAdapter', () => {
         'application/vnd.keel+json',
         false,
         { bodyLimit: 1024 },
-        async (_request, body) => {
+        async (_request: unknown, body: Buffer) => {
           if (body.length === 0) throw Object.assign(new Error('empty'), { statusCode: 400 });
           return { length: body.length };
         },
