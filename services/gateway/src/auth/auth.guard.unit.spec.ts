@@ -10,6 +10,7 @@ import { createLogger } from '@keel/runtime';
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../tenants/api-keys.js';
 import { KeyUsage } from '../tenants/key-usage.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
 import { TenantRegistryService } from '../tenants/tenant-registry.service.js';
@@ -147,5 +148,27 @@ describe('AuthGuard', () => {
     ]);
     expect(JSON.stringify(keys)).not.toContain(used.key);
     await expect(registry.listKeys('constructor')).rejects.toThrow(/no tenant/);
+  });
+
+  it('opens nothing for keys or budgets logged on tenants that never existed (before own-key lookups)', async () => {
+    const issuedAt = new Date().toISOString();
+    await store.append('keel', 'tenants-registry', [
+      { type: 'BudgetSet', data: { tenantId: '__proto__', monthlyUsd: 5, at: issuedAt } },
+      {
+        type: 'KeyIssued',
+        data: {
+          tenantId: 'constructor',
+          keyId: 'k_stray',
+          role: 'admin',
+          keyHash: hashApiKey('keel_stray'),
+          issuedAt,
+        },
+      },
+    ]);
+    const fresh = instance();
+    await expect(check('anyKey', requestWith('keel_stray'), fresh.guard)).rejects.toBeInstanceOf(
+      UnauthenticatedError,
+    );
+    expect((await fresh.registry.listTenants()).map((tenant) => tenant.id)).toEqual([tenantId]);
   });
 });
