@@ -14,6 +14,16 @@ export const DEFAULT_AGENT_GRPC_URL = '127.0.0.1:50052';
 /** How long one agent call may take before the request is answered 503. */
 export const AGENT_CALL_DEADLINE_MS = 10_000;
 
+/**
+ * Reconnect backoff towards the agent: grpc-js grows it to 120 s by default, so an agent that
+ * restarts behind the same address would be answered 503 for up to two minutes after it is
+ * back; capped, a client's retry reaches the restarted agent within seconds.
+ */
+const AGENT_CHANNEL_OPTIONS = {
+  'grpc.initial_reconnect_backoff_ms': 250,
+  'grpc.max_reconnect_backoff_ms': 2_000,
+};
+
 /** The CallContext of keel.agent.v1 (proto field names in camelCase, as proto-loader takes them). */
 export interface CallContext {
   tenantId: string;
@@ -78,7 +88,11 @@ export class AgentClient implements OnModuleDestroy {
     const root = loadPackageDefinition(definition) as unknown as {
       keel: { agent: { v1: { AgentService: ServiceClientConstructor } } };
     };
-    this.client = new root.keel.agent.v1.AgentService(address, credentials.createInsecure());
+    this.client = new root.keel.agent.v1.AgentService(
+      address,
+      credentials.createInsecure(),
+      AGENT_CHANNEL_OPTIONS,
+    );
   }
 
   /** Calls `rpc` with `{ context, ...request }`; resolves its response or rejects with a KeelError. */
