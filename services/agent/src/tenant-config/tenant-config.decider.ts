@@ -189,7 +189,6 @@ export const createTenantConfigDecider = (
               `baseUrl cannot be set for ${provider}: its client cannot be held to the egress policy`,
             );
           }
-          checkUrl('baseUrl', baseUrl, egress);
           // ProviderConfigured replaces the whole entry, so the key must come in this same command:
           // a platform key from the environment is never sent to a tenant's endpoint. Ollama has
           // no platform key, so a tenant's Ollama server may go without one.
@@ -199,6 +198,7 @@ export const createTenantConfigDecider = (
               'apiKey is required with baseUrl: the platform key is only sent to the platform endpoint',
             );
           }
+          checkUrl('baseUrl', baseUrl, egress);
         }
         return [
           {
