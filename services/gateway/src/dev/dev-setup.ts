@@ -4,7 +4,11 @@ import type { AgentMessage } from '../config/config-requests.js';
 import type { AgentClient, CallContext } from '../agent-client/agent.client.js';
 import { hashApiKey } from '../tenants/api-keys.js';
 import type { TenantRegistry, TenantRegistryCommand } from '../tenants/tenant-registry.decider.js';
-import { tenantRegistryDecider } from '../tenants/tenant-registry.decider.js';
+import {
+  registeredTenant,
+  TENANT_REGISTRY_SNAPSHOT,
+  tenantRegistryDecider,
+} from '../tenants/tenant-registry.decider.js';
 import type { TenantRegistryEvent } from '../tenants/tenant-registry.events.js';
 import { PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM } from '../tenants/tenant-registry.events.js';
 
@@ -49,7 +53,7 @@ export async function ensureDevSetup(options: {
   const registry = new CommandHandler<TenantRegistry, TenantRegistryCommand, TenantRegistryEvent>(
     store,
     tenantRegistryDecider,
-    { snapshot: { name: 'tenant-registry-v1', every: 100 }, maxRetries: 10 },
+    { snapshot: { name: TENANT_REGISTRY_SNAPSHOT, every: 100 }, maxRetries: 10 },
   );
   const run = async (command: TenantRegistryCommand): Promise<boolean> => {
     try {
@@ -65,7 +69,7 @@ export async function ensureDevSetup(options: {
   if (await run({ type: 'CreateTenant', tenantId: DEV_TENANT_ID, name: 'dev', at })) created.push('tenant');
 
   const keyHash = hashApiKey(key);
-  const tenant = (await registryState(store)).tenants[DEV_TENANT_ID];
+  const tenant = registeredTenant(await registryState(store), DEV_TENANT_ID);
   const existing = Object.values(tenant?.keys ?? {}).find((entry) => entry.keyHash === keyHash);
   let keyId = existing?.keyId ?? `key_dev_${keyHash.slice(0, 16)}`;
   if (existing?.revoked) keyId = `key_dev_${keyHash.slice(0, 16)}_${Date.now()}`;

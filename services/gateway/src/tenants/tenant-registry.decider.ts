@@ -77,6 +77,12 @@ const withTenant = (
   return tenant ? { tenants: { ...state.tenants, [tenantId]: change(tenant) } } : state;
 };
 
+/**
+ * The snapshot of the registry state: its name changes whenever `evolve` does, so no snapshot
+ * folded by an older `evolve` is read (v2: events on tenants that do not exist fold to nothing).
+ */
+export const TENANT_REGISTRY_SNAPSHOT = 'tenant-registry-v2';
+
 /** The platform's tenant registry: tenants, their keys (by hash) and budgets. */
 export const tenantRegistryDecider: Decider<TenantRegistry, TenantRegistryCommand, TenantRegistryEvent> = {
   initialState: () => ({ tenants: {} }),

@@ -7,7 +7,7 @@ import { generateApiKey, hashApiKey } from './api-keys.js';
 import { KeyUsage } from './key-usage.js';
 import { TenantDirectory } from './tenant-directory.js';
 import type { TenantRegistry, TenantRegistryCommand } from './tenant-registry.decider.js';
-import { tenantRegistryDecider } from './tenant-registry.decider.js';
+import { TENANT_REGISTRY_SNAPSHOT, tenantRegistryDecider } from './tenant-registry.decider.js';
 import type { KeyRole, TenantRegistryEvent } from './tenant-registry.events.js';
 import { PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM } from './tenant-registry.events.js';
 
@@ -49,9 +49,8 @@ export class TenantRegistryService {
     @Inject(KeyUsage) private readonly usage?: KeyUsage,
   ) {
     // One stream for the whole platform: retry lost races generously (operator writes are rare).
-    // v2: evolve ignores events on tenants that do not exist (a v1 snapshot may hold some).
     this.handler = new CommandHandler(infra.store, tenantRegistryDecider, {
-      snapshot: { name: 'tenant-registry-v2', every: 100 },
+      snapshot: { name: TENANT_REGISTRY_SNAPSHOT, every: 100 },
       maxRetries: 10,
     });
   }
