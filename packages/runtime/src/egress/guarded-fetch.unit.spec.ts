@@ -1,10 +1,15 @@
 // The call-time guard on real sockets: the host is resolved once per connection, refused if any
 // address is refused, and the socket goes to the address that was checked — a name that rebinds
 // between two lookups cannot slip a loopback connection in. Redirects come back unfollowed.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
+import { createSecureContext } from 'node:tls';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EgressPolicy } from './egress-policy.js';
 import type { EgressResolver } from './guarded-fetch.js';
@@ -130,6 +135,71 @@ describe('the egress fetch', () => {
       expect(forbidden.seen).toEqual([]);
     } finally {
       redirecting.server.close();
+    }
+  });
+});
+
+describe('the egress fetch over TLS', () => {
+  it('connects to the checked address but verifies the certificate against the host name (SNI)', async () => {
+    // A self-signed certificate for `egress.invalid`: trusted by nothing, so verification must fail.
+    const dir = mkdtempSync(join(tmpdir(), 'egress-tls-'));
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=egress.invalid',
+        '-addext',
+        'subjectAltName=DNS:egress.invalid',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
+    const serverNames: string[] = [];
+    let requests = 0;
+    const context = createSecureContext({ key: readFileSync(key), cert: readFileSync(cert) });
+    const server = createTlsServer(
+      {
+        key: readFileSync(key),
+        cert: readFileSync(cert),
+        SNICallback: (name, done) => {
+          serverNames.push(name);
+          done(null, context);
+        },
+      },
+      (_req, res) => {
+        requests++;
+        res.end('{}');
+      },
+    );
+    server.on('tlsClientError', () => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const resolve: EgressResolver = async () => [{ address: '127.0.0.2', family: 4 }];
+      const guarded = createEgressFetch({ policy: EgressPolicy.fromAllowList('127.0.0.2/32'), resolve });
+      const error = await guarded(`https://egress.invalid:${port}/`).then(
+        () => undefined,
+        (caught: unknown) => caught as Error & { cause?: { code?: string } },
+      );
+      // The socket reached 127.0.0.2 (the checked address) asking for egress.invalid; the
+      // certificate was then refused: TLS is verified against the host name, not the address.
+      expect(serverNames).toEqual(['egress.invalid']);
+      expect(error?.cause?.code).toMatch(/SELF_SIGNED|UNABLE_TO_VERIFY/);
+      expect(requests).toBe(0);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
