@@ -66,6 +66,28 @@ export const describeEphemeralContract = (name: string, factory: () => Promise<E
       }
     });
 
+    it('keeps wildcard, dotted and blank conversation ids literal: each reaches only its own subscribers', async () => {
+      const { bus, cleanup } = await factory();
+      try {
+        const ids = ['*', '>', 'a.b', 'a', 'a.*', ' x ', '_plain', 'b'];
+        const got = new Map<string, string[]>(ids.map((id) => [id, []]));
+        const subs = ids.map((id) =>
+          bus.ephemeral.subscribe({ kind: 'deltas', tenantId: 'acme', conversationId: id }, (m) =>
+            got.get(id)!.push(m.topic.conversationId),
+          ),
+        );
+        await new Promise((r) => setTimeout(r, 50));
+        for (const id of ids)
+          bus.ephemeral.publish({ kind: 'deltas', tenantId: 'acme', conversationId: id }, {});
+        await vi.waitFor(() => expect([...got.values()].every((list) => list.length >= 1)).toBe(true), WAIT);
+        await new Promise((r) => setTimeout(r, 50));
+        for (const id of ids) expect(got.get(id), id).toEqual([id]);
+        for (const s of subs) s.unsubscribe();
+      } finally {
+        await cleanup();
+      }
+    });
+
     it('refuses malformed topics', async () => {
       const { bus, cleanup } = await factory();
       try {
