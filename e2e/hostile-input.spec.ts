@@ -785,6 +785,26 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
     }
   });
 
+  it('a JSON null, array or string body is refused on every route that takes a body', async () => {
+    const ids = validIds();
+    for (const route of [
+      ...routes().filter((r) => r.body),
+      { ...routes()[0]!, method: 'POST' as const, path: '/v1/webhook-secret', role: 'admin' as const },
+    ]) {
+      for (const body of ['null', '[]', '"x"', '0']) {
+        const answer = await raw(
+          route.method,
+          fill(route.path, ids),
+          keyOf(route.role),
+          body,
+          'application/json',
+        );
+        expect(answer.status, `${route.method} ${route.path} ${body}: ${answer.text}`).toBe(400);
+        expect((answer.body as { detail: string }).detail).toMatch(/^body/);
+      }
+    }
+  });
+
   it('zero means zero: a given 0, -0 or 1e-400 is a 400 naming the field, an absent one the default', async () => {
     for (const zero of ['0', '-0', '1e-400']) {
       for (const field of ['maxSteps', 'toolResultMaxChars']) {

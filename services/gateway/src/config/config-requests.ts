@@ -62,7 +62,7 @@ export const parsePutProvider = (provider: string, body: unknown): ProviderReque
   if (!(PROVIDERS as readonly string[]).includes(provider)) {
     fail('provider', `provider must be one of ${PROVIDERS.join(', ')}`);
   }
-  const object = objectWith(body ?? {}, ['apiKey', 'baseUrl']);
+  const object = objectWith(body === undefined ? {} : body, ['apiKey', 'baseUrl']);
   const apiKey = optionalString(object.apiKey, 'apiKey', 4096);
   const baseUrl = optionalString(object.baseUrl, 'baseUrl', 2048);
   return { provider, ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}) };

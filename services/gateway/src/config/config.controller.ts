@@ -121,7 +121,8 @@ export class ConfigController {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<{ secret: string }> {
-    if (body !== undefined && body !== null) parseEmpty(body);
+    // No body, or `{}`; a JSON `null` (or anything else) is refused like on every other route.
+    if (body !== undefined) parseEmpty(body);
     const response = await this.agent.call<{ secret: string }>(
       'rotateWebhookSecret',
       callContextOf(caller, requestId),

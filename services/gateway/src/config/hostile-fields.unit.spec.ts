@@ -2,7 +2,7 @@ import { ValidationError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { parseCreateConversation, parseSendMessage } from '../conversations/conversation-requests.js';
 import { MAX_JSON_DEPTH, checkJsonTree, decodeUtf8Body } from '../http/json-body.js';
-import { parsePutAgent, parsePutTool } from './config-requests.js';
+import { parsePutAgent, parsePutProvider, parsePutTool } from './config-requests.js';
 
 /** The field a refusal names (ValidationError.field), or fails the test when it was accepted. */
 const refusedField = (run: () => unknown): string => {
@@ -95,6 +95,11 @@ describe('bounded requests', () => {
       metadata: { constructor: 'c', toString: 't' },
     });
     expect({ ...metadata }).toEqual({ constructor: 'c', toString: 't' });
+  });
+
+  it('refuses a JSON null body where an object is expected (no body at all is still `{}`)', () => {
+    expect(refusedField(() => parsePutProvider('openai', null))).toBe('body');
+    expect(parsePutProvider('openai', undefined)).toEqual({ provider: 'openai' });
   });
 
   it('refuses operator objects where a string is expected', () => {
