@@ -36,10 +36,12 @@ describe('exactly once at the edge (an agent killed between commit and reply)', 
   // Webhooks and the fake model listen on loopback: opened on purpose, as the egress policy says.
   const env = platformEnv('exactly_once', { KEEL_EGRESS_ALLOW: '127.0.0.0/8,::1/128' });
   const operatorKey = `op_${uniqueName('exactly_once')}`;
-  const ports = { agentA: 0, agentB: 0, audit: 0 };
+  const ports = { agentB: 0, audit: 0 };
+  /** Gateway 1 (→ agent A, started afresh for each case) and gateway 2 (→ agent B). */
   const gateways: Array<{ base: string; grpc: string }> = [];
   const processes: ProcessHandle[] = [];
   let agentA: ProcessHandle | undefined;
+  let gatewayOne: ProcessHandle | undefined;
   let fake: FakeOpenAI;
   let webhook: WebhookServer;
   const keys = { admin: '', editor: '', viewer: '' };
@@ -54,17 +56,36 @@ describe('exactly once at the edge (an agent killed between commit and reply)', 
     headers: Record<string, string> = {},
   ): Promise<Answer> => answerOf(await gatewayRequest(gateways[g]!.base, method, path, key, body, headers));
 
-  /** Starts agent A, which dies right after committing `rpc`, and waits until gateway 1 reaches it. */
+  /**
+   * Starts agent A, which dies right after committing `rpc`, and gateway 1 in front of it (both
+   * on fresh ports: a dead agent's port may be taken by the time the next case runs), and waits
+   * until gateway 1 reaches it.
+   */
   const crashingAgentA = async (rpc: string, probeConversationId: string) => {
-    // One left running by a case that failed before its crash holds the port.
-    if (agentA && !agentA.exit) await agentA.kill('SIGKILL');
-    agentA = await startAgent(
-      { ...env, KEEL_TEST_CRASH_AFTER_COMMIT: rpc },
-      ports.agentA,
-      fake.url,
-      'agent-a',
-    );
-    processes.push(agentA);
+    for (const left of [agentA, gatewayOne]) if (left && !left.exit) await left.kill('SIGKILL');
+    // Other test files walk the same free ports: one taken meanwhile is tried again with others.
+    for (let attempt = 1; ; attempt++) {
+      const [agentPort, port, grpcPort] = [await freePort(), await freePort(), await freePort()];
+      try {
+        agentA = await startAgent(
+          { ...env, KEEL_TEST_CRASH_AFTER_COMMIT: rpc },
+          agentPort,
+          fake.url,
+          'agent-a',
+        );
+        processes.push(agentA);
+        gatewayOne = await startGateway(env, { port, grpcPort, agentPort }, operatorKey, {
+          name: 'gateway-1',
+          extra: { AUDIT_GRPC_URL: `127.0.0.1:${ports.audit}` },
+        });
+        processes.push(gatewayOne);
+        gateways[0] = { base: `http://127.0.0.1:${port}`, grpc: `127.0.0.1:${grpcPort}` };
+        break;
+      } catch (error) {
+        for (const left of [agentA, gatewayOne]) if (left && !left.exit) await left.kill('SIGKILL');
+        if (attempt >= 3 || !String(error).includes('EADDRINUSE')) throw error;
+      }
+    }
     await eventually(
       async () =>
         expect((await call(0, 'GET', `/v1/conversations/${probeConversationId}`, keys.viewer)).status).toBe(
@@ -128,21 +149,16 @@ describe('exactly once at the edge (an agent killed between commit and reply)', 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     webhook = await startWebhookServer();
-    ports.agentA = await freePort();
     ports.agentB = await freePort();
     ports.audit = await freePort();
-    for (let i = 0; i < 2; i++) {
-      const [port, grpcPort] = [await freePort(), await freePort()];
-      gateways.push({ base: `http://127.0.0.1:${port}`, grpc: `127.0.0.1:${grpcPort}` });
-      processes.push(
-        await startGateway(
-          env,
-          { port, grpcPort, agentPort: i === 0 ? ports.agentA : ports.agentB },
-          operatorKey,
-          { name: `gateway-${i + 1}`, extra: { AUDIT_GRPC_URL: `127.0.0.1:${ports.audit}` } },
-        ),
-      );
-    }
+    const [port, grpcPort] = [await freePort(), await freePort()];
+    gateways[1] = { base: `http://127.0.0.1:${port}`, grpc: `127.0.0.1:${grpcPort}` };
+    processes.push(
+      await startGateway(env, { port, grpcPort, agentPort: ports.agentB }, operatorKey, {
+        name: 'gateway-2',
+        extra: { AUDIT_GRPC_URL: `127.0.0.1:${ports.audit}` },
+      }),
+    );
     processes.push(
       ...(await Promise.all([
         startAgent(env, ports.agentB, fake.url, 'agent-b'),
