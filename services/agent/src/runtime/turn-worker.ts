@@ -6,7 +6,7 @@ import type {
   EventStore,
   RecordedEvent,
 } from '@keel/core';
-import { KeelError, ownValue, parseStreamName, uuidv7 } from '@keel/core';
+import { KeelError, exceedsJsonDepth, ownValue, parseStreamName, uuidv7 } from '@keel/core';
 import type { ToolCallExecuted } from '@keel/events';
 import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
@@ -24,6 +24,8 @@ import type { TenantConfigService } from './tenant-config.service.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import { resolveTools } from './tool-catalog.js';
 
+/** Deepest tool-call arguments a model may send (deeper ones are refused to the model). */
+const MAX_ARGS_DEPTH = 32;
 /** Events after which a turn may need its next model step. */
 const TRIGGERS = new Set(['TurnStarted', 'ToolCallCompleted']);
 
@@ -210,7 +212,15 @@ export class TurnWorker {
     // Providers' call ids are not unique (the demo model's repeat, some providers have none); the
     // ledger and Idempotency-Key need ids unique per tenant, so each call gets a Keel id, which the
     // transcript then uses on both sides (assistant tool_calls and tool results).
-    const calls = output.toolCalls.map((c) => ({ ...c, toolCallId: uuidv7() }));
+    // Arguments nested past MAX_ARGS_DEPTH would overflow every recursive reader (the validator,
+    // the event log's JSON): such a call keeps a note instead, and the guard refuses it.
+    const calls = output.toolCalls.map((c) => ({
+      ...c,
+      ...(exceedsJsonDepth(c.args, MAX_ARGS_DEPTH)
+        ? { args: `(arguments nested deeper than ${MAX_ARGS_DEPTH} levels, not kept)` }
+        : {}),
+      toolCallId: uuidv7(),
+    }));
     const verdicts: ToolCallVerdict[] = calls.map((call) => {
       // Whatever the model named or sent, the verdict is one the model sees: a throw here would
       // redeliver the step (a paid model call each time) until it is dead-lettered.

@@ -426,6 +426,22 @@ describe('turn worker', () => {
     expect(t.model.calls[0]!.tools.map((tool) => tool.name)).toEqual(['lookup']);
   });
 
+  it('tool-call arguments nested 10,000 deep are refused to the model, not thrown at the log', async () => {
+    let deep: unknown = '7';
+    for (let i = 0; i < 10_000; i++) deep = { id: deep };
+    const t = await setup({
+      'deep args': [{ toolCalls: [{ toolCallId: 'c1', name: 'lookup', args: deep }] }, { text: 'Gave up.' }],
+    });
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.send(ctx, id, { content: 'deep args' });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    const view = await t.conversations.get('acme', id);
+    expect(view.messages.find((m) => m.role === 'tool')?.content).toContain('invalid_arguments');
+    expect(view.messages.at(-1)?.content).toBe('Gave up.');
+    expect(t.executed).toEqual([]);
+  });
+
   it('a conversation cannot be created for an agent named like a prototype member', async () => {
     const t = await setup({});
     stop = t.stop;
