@@ -166,7 +166,9 @@ export const buildChatModel = (
       // Ollama has no platform key: a tenant's server may go without one, but through the guard.
       const tenant = credentials.baseUrl ? withScheme(credentials.baseUrl) : undefined;
       const baseUrl = tenant ?? withScheme(env['OLLAMA_HOST'] || 'http://127.0.0.1:11434');
-      const fetch = tenant ? tenantFetch(provider, settings) : undefined;
+      const fetch = tenant
+        ? withTenantAuthorization(tenantFetch(provider, settings), credentials.apiKey)
+        : undefined;
       const chat = new ChatOllama({
         model,
         baseUrl,
@@ -191,6 +193,19 @@ export const buildChatModel = (
     }
   }
 };
+
+/**
+ * A tenant's Ollama calls carry the tenant's key (Bearer) or none: the Ollama client would add
+ * the environment's `OLLAMA_API_KEY` on its own for https://ollama.com.
+ */
+const withTenantAuthorization =
+  (guarded: typeof fetch, apiKey: string | undefined): typeof fetch =>
+  (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.delete('authorization');
+    if (apiKey) headers.set('authorization', `Bearer ${apiKey}`);
+    return guarded(input, { ...init, headers });
+  };
 
 /** `OLLAMA_HOST` is often `host:port` without a scheme; the client needs a URL. */
 const withScheme = (host: string): string => (/^https?:\/\//i.test(host) ? host : `http://${host}`);

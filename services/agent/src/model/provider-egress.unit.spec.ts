@@ -115,7 +115,12 @@ describe('provider endpoints and the platform key', () => {
       { apiKey: 'sk-tenant', baseUrl: `http://127.0.0.1:${port}` },
       { egress },
     );
-    expect(sentKeys()).toEqual(['Bearer sk-tenant', 'sk-tenant']);
+    await failure(
+      'ollama:llama3.2',
+      { apiKey: 'sk-tenant', baseUrl: `http://127.0.0.1:${port}` },
+      { egress },
+    );
+    expect(sentKeys()).toEqual(['Bearer sk-tenant', 'sk-tenant', 'Bearer sk-tenant']);
   });
 
   it("the platform's own endpoint (OPENAI_BASE_URL) is the operator's choice: not guarded", async () => {
