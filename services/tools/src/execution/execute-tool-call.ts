@@ -1,4 +1,4 @@
-import { KeelError, ValidationError } from '@keel/core';
+import { KeelError, ValidationError, exceedsJsonDepth } from '@keel/core';
 import { BUILTIN_TOOLS, BuiltinToolError } from '@keel/tooling';
 import type { BuiltinTool } from '@keel/tooling';
 import { defaultArgsValidator, formatArgsProblems } from '@keel/tooling';
@@ -132,10 +132,24 @@ const attempt = async (
     secret: request.webhookSecret,
     signal,
   });
+  if (result.ok && exceedsJsonDepth(result.result, MAX_RESULT_DEPTH)) {
+    // Deeper would overflow every recursive reader of the outcome (the log's JSON first).
+    return {
+      ok: false,
+      error: {
+        code: 'webhook_invalid_json',
+        message: `the webhook answered JSON nested deeper than ${MAX_RESULT_DEPTH} levels`,
+      },
+      attempts: result.attempts,
+    };
+  }
   return result.ok
     ? { ok: true, result: result.result, attempts: result.attempts }
     : { ok: false, error: result.error, attempts: result.attempts };
 };
+
+/** Deepest webhook result kept as a result. */
+export const MAX_RESULT_DEPTH = 64;
 
 /** A tool error when the arguments fail the schema (or the schema is broken); undefined when they pass. */
 const checkArgs = (

@@ -174,6 +174,21 @@ describe('executeToolCall: webhooks, exactly once', () => {
 });
 
 describe('executeToolCall: checks before anything runs', () => {
+  it('a webhook answer nested deeper than 64 levels is a tool error, recorded once', async () => {
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    hook.reply(() => ({ status: 200, body: deep }));
+    const request = call();
+    const result = await executeToolCall(request, deps);
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'webhook_invalid_json' },
+      execution: 'executed',
+    });
+    expect((result as { error: { message: string } }).error.message).toContain('deeper than 64 levels');
+    const record = await ledger.get({ tenantId: 'acme', toolCallId: request.toolCallId });
+    expect(JSON.stringify(record?.outcome)).toContain('webhook_invalid_json');
+  });
+
   it('invalid arguments never reach the webhook; the problems are listed and recorded', async () => {
     const request = call({ args: { town: 'Lyon', days: 30 } });
     const result = await executeToolCall(request, deps);
