@@ -207,6 +207,7 @@ describe('egress: platform keys and tenant-aimed calls (gateway, agent, tools as
       event: 'turn.failed',
       data: {
         error: {
+          code: 'egress_denied',
           message: `egress to ${ownName.toLowerCase()} is refused: it resolves to an address that is not public`,
         },
       },

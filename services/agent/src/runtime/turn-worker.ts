@@ -10,6 +10,7 @@ import { KeelError, exceedsJsonDepth, ownValue, parseStreamName, uuidv7 } from '
 import type { ToolCallExecuted } from '@keel/events';
 import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
+import { EgressDeniedError } from '@keel/runtime';
 import type { ToolCallVerdict } from '../conversation/conversation.commands.js';
 import { ConversationConflictError } from '../conversation/conversation.decider.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
@@ -193,7 +194,13 @@ export class TurnWorker {
         return;
       }
       logger.warn({ ...log, err: error }, 'model call failed; failing the turn');
-      const code = error instanceof KeelError ? `provider_${error.code.toLowerCase()}` : 'provider_error';
+      // A tenant baseUrl the egress policy refuses: the same word as a refused webhook's.
+      const code =
+        error instanceof EgressDeniedError
+          ? 'egress_denied'
+          : error instanceof KeelError
+            ? `provider_${error.code.toLowerCase()}`
+            : 'provider_error';
       await this.fail(
         ctx,
         conversationId,
