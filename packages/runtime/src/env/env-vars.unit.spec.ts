@@ -95,6 +95,7 @@ describe('the configuration schema', () => {
       AGENT_GRPC_URL: 'agent',
       LOG_LEVEL: 'loud',
       KEEL_BUDGET_TURN_RESERVE_USD: 'five cents',
+      KEEL_EGRESS_ALLOW: '127.0.0.0/8,10.0.0.0/33',
     };
     for (const [name, value] of Object.entries(bad)) {
       const error = (() => {
