@@ -689,6 +689,29 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
           }));
         }
       }
+      // Hostile headers on reads: an acting user or request id named like a prototype member,
+      // an operator, a wildcard, or too long (kept, replaced or refused, never a 5xx).
+      if (!route.writes) {
+        mutations.push(() => {
+          const header = pick(['x-keel-user', 'x-request-id', 'idempotency-key', 'last-event-id']);
+          const value = pick([
+            ...PROTOTYPE_IDS,
+            '$ne',
+            '{"$ne":null}',
+            'a.b',
+            '*',
+            '>',
+            'x'.repeat(300),
+            ' ',
+          ]);
+          return {
+            ...base,
+            label: `${header}: ${value.slice(0, 40)}`,
+            path: fill(route.path, ids),
+            headers: { [header]: value },
+          };
+        });
+      }
       // Any route: parameters nobody asked for are ignored by reads (they may answer 200) and
       // never make a write happen.
       if (!route.writes)
@@ -711,15 +734,20 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
     for (let i = 0; i < cases.length; i += 4) {
       await Promise.all(
         cases.slice(i, i + 4).map(async (c) => {
-          const answer = await raw(c.route.method, c.path, keyOf(c.route.role), c.body, c.contentType).catch(
-            (error: unknown): Answer => ({
-              status: 599,
-              headers: new Headers(),
-              contentType: '',
-              text: String(error),
-              body: undefined,
-            }),
-          );
+          const answer = await raw(
+            c.route.method,
+            c.path,
+            keyOf(c.route.role),
+            c.body,
+            c.contentType,
+            c.headers,
+          ).catch((error: unknown): Answer => ({
+            status: 599,
+            headers: new Headers(),
+            contentType: '',
+            text: String(error),
+            body: undefined,
+          }));
           sent.push({ c, answer });
         }),
       );
