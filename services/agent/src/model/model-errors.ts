@@ -46,7 +46,7 @@ const NETWORK_ERROR_CODES = new Set([
 /**
  * A provider failure as a KeelError: 5xx, 408 and network failures are `UnavailableError`
  * (retryable), 429 `ResourceExhaustedError`, other 4xx `ValidationError` (a bad key, model or
- * request: retrying will not help). The provider's message is kept with `secrets` blanked out, and
+ * request: retrying will not help). The provider's message is kept with `secrets` and URLs blanked out, and
  * the original error stays as `cause` unless its message holds a secret. Anything else (a bug, a
  * malformed response) is returned as it is, with secrets blanked out, for the edge to report as
  * INTERNAL.
@@ -72,8 +72,15 @@ export const toModelError = (error: unknown, provider: string, secrets: Array<st
   return new Error(message);
 };
 
+/** An address inside a provider's message (`Error fetching from https://10.0.0.5/v1/…`). */
+const URL_IN_TEXT = /\bhttps?:\/\/[^\s"'<>)]+/gi;
+
+/**
+ * The message with `secrets` blanked out and every URL replaced by `<provider endpoint>`: the
+ * platform's own base URL may be an internal host, and a turn's error is shown to the tenant.
+ */
 const redact = (text: string, secrets: Array<string | undefined>): string => {
-  let result = text;
+  let result = text.replace(URL_IN_TEXT, '<provider endpoint>');
   for (const secret of secrets) {
     if (secret && secret.length >= 4) result = result.split(secret).join('[redacted]');
   }

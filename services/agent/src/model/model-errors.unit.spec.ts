@@ -52,4 +52,16 @@ describe('toModelError', () => {
     const leaky = toModelError(new Error('bad header Bearer sk-secret'), 'openai', ['sk-secret']);
     expect(leaky.message).toBe('bad header Bearer [redacted]');
   });
+
+  it('never echoes an endpoint: the platform base URL may be an internal host', () => {
+    const error = new TypeError(
+      '[GoogleGenerativeAI Error]: Error fetching from http://10.1.2.3:8443/v1beta/models/gemini:streamGenerateContent?alt=sse: fetch failed',
+    );
+
+    const mapped = toModelError(error, 'google', []);
+
+    expect(mapped).toBeInstanceOf(UnavailableError);
+    expect(mapped.message).not.toContain('10.1.2.3');
+    expect(mapped.message).toContain('<provider endpoint>');
+  });
 });
