@@ -129,7 +129,9 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
   };
 
   const json = async (method: string, path: string, key: string, body?: unknown): Promise<Answer> =>
-    raw(method, path, key, body === undefined ? undefined : JSON.stringify(body), body && 'application/json');
+    body === undefined
+      ? raw(method, path, key)
+      : raw(method, path, key, JSON.stringify(body), 'application/json');
 
   /** Everything a refused request could have changed, as the tenants' own reads show it. */
   const snapshot = async () => {
@@ -659,7 +661,9 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
             'form',
             () => ({
               contentType: 'application/x-www-form-urlencoded',
-              body: new URLSearchParams(Object.entries(body).map(([k, v]) => [k, String(v)])).toString(),
+              body: new URLSearchParams(
+                Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]),
+              ).toString(),
             }),
           ],
           ['no content type', () => ({ contentType: '', body: validBody(route) })],

@@ -43,7 +43,7 @@ describe('a refusal with a huge message on a shared gRPC connection', () => {
       ),
     );
     const Client = grpc.makeGenericClientConstructor(ECHO, 'Echo');
-    client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as typeof client;
+    client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as typeof client;
   });
 
   afterAll(() => {
