@@ -1,5 +1,5 @@
 // Proto types stop here: requests become the runtime's inputs, results become responses.
-import { ValidationError } from '@keel/core';
+import { ValidationError, exceedsJsonDepth } from '@keel/core';
 import type { AgentDefinition, AgentPhases, KeyRole, ToolDefinition } from '@keel/events';
 import type { Agent as AgentMessage, Tool as ToolMessage } from '@keel/proto/keel/agent/v1/agent';
 import type {
@@ -19,6 +19,8 @@ import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.comma
 import type { ConversationView, ListedConversation } from '../runtime/conversation.service.js';
 import type { BuiltinToolInfo } from '../runtime/tool-catalog.js';
 
+/** Deepest JSON a tool schema or an agent's phases may nest (the gateway checks the same). */
+export const MAX_JSON_DEPTH = 32;
 /** `timeout_ms` of a tool when the request leaves it 0 (API.md's example value). */
 export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
 /** `max_steps` of an agent when the request leaves it 0 (API.md's example value). */
@@ -129,6 +131,10 @@ const jsonObject = (text: string, field: string): Record<string, unknown> => {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ValidationError(`${field} must be a JSON object`, { field });
+  }
+  // Checked before any recursive reader (the schema compiler, JSON.stringify) sees it.
+  if (exceedsJsonDepth(value, MAX_JSON_DEPTH)) {
+    throw new ValidationError(`${field} is nested deeper than ${MAX_JSON_DEPTH} levels`, { field });
   }
   return value as Record<string, unknown>;
 };

@@ -116,6 +116,9 @@ describe('configuration requests', () => {
     });
     expect(fieldOf(() => toolDefinitionOf({ ...tool, inputSchemaJson: '[1]' }))).toBe('tool.inputSchemaJson');
     expect(fieldOf(() => toolDefinitionOf({ ...tool, inputSchemaJson: '' }))).toBe('tool.inputSchemaJson');
+    // Nested past 32 levels (10,000 here): refused before the schema compiler recurses into it.
+    const deep = `{"type":"object","p":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`;
+    expect(fieldOf(() => toolDefinitionOf({ ...tool, inputSchemaJson: deep }))).toBe('tool.inputSchemaJson');
   });
 
   it('fills the defaults of an agent and reads its phases', () => {
