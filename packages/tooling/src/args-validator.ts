@@ -4,6 +4,7 @@ import { _, Ajv } from 'ajv';
 import type { ErrorObject, Options, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
+import { safeRegExp } from './safe-pattern.js';
 import type { JsonSchema } from './json-schema.js';
 
 /** One problem with the arguments: where (`$`, `$.city`, `$.items[0].name`) and what, for the model. */
@@ -52,7 +53,8 @@ const AJV_OPTIONS: Options = {
   // Compiled functions live in our cache; schemas sharing an `$id` must not clash in ajv's registry.
   addUsedSchema: false,
   $data: false,
-  code: { formats: _`require("ajv-formats/dist/formats").fullFormats` },
+  // Patterns run on the shared event loop: one that could backtrack exponentially is refused.
+  code: { formats: _`require("ajv-formats/dist/formats").fullFormats`, regExp: safeRegExp },
 };
 
 /**
