@@ -57,22 +57,21 @@ describe('exactly once at the edge (an agent killed between commit and reply)', 
   ): Promise<Answer> => answerOf(await gatewayRequest(gateways[g]!.base, method, path, key, body, headers));
 
   /**
-   * Starts agent A, which dies right after committing `rpc`, and gateway 1 in front of it (both
-   * on fresh ports: a dead agent's port may be taken by the time the next case runs), and waits
-   * until gateway 1 reaches it.
+   * Starts agent A, which dies right after committing `rpc` (or, with the HOLD fault, holds its
+   * reply for 20 s), and gateway 1 in front of it (both on fresh ports: a dead agent's port may be
+   * taken by the time the next case runs), and waits until gateway 1 reaches it.
    */
-  const crashingAgentA = async (rpc: string, probeConversationId: string) => {
+  const crashingAgentA = async (
+    rpc: string,
+    probeConversationId: string,
+    fault: 'KEEL_TEST_CRASH_AFTER_COMMIT' | 'KEEL_TEST_HOLD_AFTER_COMMIT' = 'KEEL_TEST_CRASH_AFTER_COMMIT',
+  ) => {
     for (const left of [agentA, gatewayOne]) if (left && !left.exit) await left.kill('SIGKILL');
     // Other test files walk the same free ports: one taken meanwhile is tried again with others.
     for (let attempt = 1; ; attempt++) {
       const [agentPort, port, grpcPort] = [await freePort(), await freePort(), await freePort()];
       try {
-        agentA = await startAgent(
-          { ...env, KEEL_TEST_CRASH_AFTER_COMMIT: rpc },
-          agentPort,
-          fake.url,
-          'agent-a',
-        );
+        agentA = await startAgent({ ...env, [fault]: rpc }, agentPort, fake.url, 'agent-a');
         processes.push(agentA);
         gatewayOne = await startGateway(env, { port, grpcPort, agentPort }, operatorKey, {
           name: 'gateway-1',
@@ -199,6 +198,7 @@ describe('exactly once at the edge (an agent killed between commit and reply)', 
       ['approve-once', 'refund'],
       ['cancel-once', 'refund'],
       ['create-once', 'lookup'],
+      ['held-once', 'lookup'],
     ] as const) {
       const agent = await call(1, 'PUT', `/v1/agents/${agentId}`, keys.admin, {
         model: 'openai:gpt-4o-mini',
@@ -284,6 +284,46 @@ describe('exactly once at the edge (an agent killed between commit and reply)', 
     expect(other.status).toBe(409);
     expect(webhookCalls(id)).toHaveLength(1);
     expect(await turnsCounted('send-once')).toBe(1);
+  });
+
+  it('a gateway killed while the reply to a committed message was on its way: the retry through the other gateway gets the original turn', async () => {
+    const id = await createConversation('held-once');
+    fake.on(
+      lastUserMessageIncludes('[held-once]'),
+      fakeReply.toolCall('lookup', { id: 'o-4' }),
+      fakeReply.text('Order o-4 is late.'),
+    );
+    await crashingAgentA('SubmitMessage', id, 'KEEL_TEST_HOLD_AFTER_COMMIT');
+    const key = `held-${uniqueName('k')}`;
+    const message = { content: '[held-once] and o-4?' };
+    const path = `/v1/conversations/${id}/messages`;
+    const headers = { 'idempotency-key': key, 'x-keel-user': 'held-once' };
+
+    const first = gatewayRequest(gateways[0]!.base, 'POST', path, keys.editor, message, headers).then(
+      (response) => response.status,
+      () => 'connection lost',
+    );
+    // Agent A committed the message and holds its reply; gateway 1 holds the key's claim.
+    await eventually(
+      async () => expect((await conversation(id)).messages.filter((m) => m.role === 'user')).toHaveLength(1),
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+    await gatewayOne!.kill('SIGKILL');
+    expect(await first).toBe('connection lost');
+
+    // The claim gateway 1 left pending does not hold the retry: agent B answers from the log.
+    const retry = await call(1, 'POST', path, keys.editor, message, headers);
+    expect(retry.status, retry.text).toBe(202);
+    const { turnId } = retry.body as { turnId: string };
+    await settled(id);
+    const frames = await logFrames(id, (f) => f.event === 'turn.completed');
+    expect(named(frames, 'turn.started').map((f) => (f.data as { turnId: string }).turnId)).toEqual([turnId]);
+    expect((await conversation(id)).messages.filter((m) => m.role === 'user')).toHaveLength(1);
+    expect(webhookCalls(id)).toHaveLength(1);
+    await eventually(async () => expect(await turnsCounted('held-once')).toBe(1), {
+      timeoutMs: 30_000,
+      intervalMs: 300,
+    });
   });
 
   it('the streaming send: the retry streams the original turn, which ran once', async () => {

@@ -54,7 +54,7 @@ import {
   toolMessage,
 } from './agent.mapping.js';
 import { acceptedRequestOf } from './accepted-request.js';
-import { crashAfterCommitIfAsked } from './crash-after-commit.js';
+import { faultAfterCommit } from './after-commit-faults.js';
 import type { Access } from './call-context.js';
 import { ADMIN, EDITOR, VIEWER, callContextOf, required } from './call-context.js';
 import type { AjvToolCatalog } from './tool-catalog.provider.js';
@@ -93,7 +93,7 @@ export class AgentController implements AgentServiceController {
         },
         acceptedRequestOf('CreateConversation', input?.idempotencyKey, { agentId, title, metadata }),
       );
-      crashAfterCommitIfAsked('CreateConversation');
+      await faultAfterCommit('CreateConversation');
       return {
         conversation: {
           id: created.id,
@@ -138,7 +138,7 @@ export class AgentController implements AgentServiceController {
         fields,
         acceptedRequestOf('SubmitMessage', input?.idempotencyKey, fields),
       );
-      crashAfterCommitIfAsked('SubmitMessage');
+      await faultAfterCommit('SubmitMessage');
       return { turnId, version };
     });
   }
@@ -157,7 +157,7 @@ export class AgentController implements AgentServiceController {
         { decision, ...(reason ? { reason } : {}) },
         acceptedRequestOf(`DecideApproval ${approvalId}`, input?.idempotencyKey, { decision, reason }),
       );
-      crashAfterCommitIfAsked('DecideApproval');
+      await faultAfterCommit('DecideApproval');
       return { approvalId, decision: decisionMessage(decision) };
     });
   }
@@ -170,7 +170,7 @@ export class AgentController implements AgentServiceController {
         conversationId,
         acceptedRequestOf('CancelTurn', request.request?.idempotencyKey, {}),
       );
-      crashAfterCommitIfAsked('CancelTurn');
+      await faultAfterCommit('CancelTurn');
       return cancelled;
     });
   }
