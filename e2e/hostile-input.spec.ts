@@ -891,6 +891,19 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
     ).toBe('fuzz 😀 é 中');
   });
 
+  it('a tool schema whose pattern could backtrack exponentially is refused naming inputSchema', async () => {
+    for (const pattern of ['^(a+)+$', '(x|xx)*y', '(.)\\1']) {
+      const answer = await json('PUT', '/v1/tools/redos', a.admin, {
+        description: 'd',
+        inputSchema: { type: 'object', properties: { q: { type: 'string', pattern } } },
+        url: 'https://tools.example.com/x',
+      });
+      expect(answer.status, answer.text).toBe(400);
+      expect((answer.body as { detail: string }).detail).toMatch(/^inputSchema/);
+    }
+    expect((await json('GET', '/v1/tools', a.admin)).text).not.toContain('redos');
+  });
+
   it("one tenant's largest and oversized requests in a loop do not slow another tenant's reads", async () => {
     const big = {
       agent: JSON.stringify({
