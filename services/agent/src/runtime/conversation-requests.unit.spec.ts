@@ -97,6 +97,29 @@ describe('conversation requests with an Idempotency-Key', () => {
     expect([kept.length, released.length]).toEqual([4, 3]);
   });
 
+  it('a fresh instance loading from a snapshot answers as one folding the whole log; deleting snapshots changes nothing', async () => {
+    const { store, instance, read } = await setup();
+    const a = instance();
+    const { id } = await a.create(ctx, { agentId: 'support' });
+    const send = (service: ConversationService, i: number) =>
+      service.send(
+        ctx,
+        id,
+        { content: `m${i}`, ifBusy: 'enqueue' },
+        acceptedRequestOf('SubmitMessage', `k${i}`, { content: `m${i}`, ifBusy: 'enqueue' }),
+      );
+    const firsts = [];
+    for (let i = 0; i < 15; i++) firsts.push(await send(a, i));
+    const snapshot = await store.snapshots.load('acme', `conversation-${id}`, 'conversation-v3');
+    expect(snapshot?.version).toBeGreaterThan(1);
+    const written = (await read(`conversation-${id}`)).length;
+    for (const service of [instance(), instance()]) {
+      for (let i = 0; i < 15; i++) expect(await send(service, i)).toEqual(firsts[i]);
+      await store.snapshots.delete('acme');
+    }
+    expect(await read(`conversation-${id}`)).toHaveLength(written);
+  });
+
   it('a create retried on another instance answers the same conversation; another body: a conflict', async () => {
     const { instance, read } = await setup();
     const [a, b] = [instance(), instance()];
