@@ -187,7 +187,11 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
     const agent = await json('PUT', '/v1/agents/a', a.admin, { model: 'demo:keel-demo', tools: ['lookup'] });
     expect(agent.status, agent.text).toBe(200);
     expect((await json('PUT', '/v1/agents/b', b.admin, { model: 'demo:keel-demo' })).status).toBe(200);
-    const created = await json('POST', '/v1/conversations', a.editor, { agentId: 'a', title: 'Hostile' });
+    const created = await json('POST', '/v1/conversations', a.editor, {
+      agentId: 'a',
+      title: 'Hostile',
+      metadata: { k: 'v', constructor: 'c', toString: 't' },
+    });
     expect(created.status, created.text).toBe(201);
     conversationId = (created.body as { id: string }).id;
   });
