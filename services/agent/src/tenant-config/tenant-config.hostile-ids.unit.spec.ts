@@ -3,7 +3,12 @@ import type { AgentDefinition, TenantConfigEvent, ToolDefinition } from '@keel/e
 import { describe, expect, it } from 'vitest';
 import { resolveTools } from '../runtime/tool-catalog.js';
 import type { TenantConfig } from './tenant-config.decider.js';
-import { MAX_AGENT_TOOLS, MAX_DEFINITIONS_PER_TENANT, tenantConfigDecider } from './tenant-config.decider.js';
+import {
+  MAX_AGENT_TOOLS,
+  MAX_CONFIG_BYTES,
+  MAX_DEFINITIONS_PER_TENANT,
+  tenantConfigDecider,
+} from './tenant-config.decider.js';
 
 const at = '2026-11-21T10:00:00.000Z';
 const PROTOTYPE_NAMES = ['toString', 'constructor', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'];
@@ -118,6 +123,30 @@ describe('bounds of one configuration request', () => {
 });
 
 describe('bounds of one tenant', () => {
+  it('holds at most 2 MiB of definitions in all; replacing one by a smaller one is always allowed', () => {
+    const big = (name: string): ToolDefinition => ({
+      ...tool(name),
+      inputSchema: { type: 'object', description: 'x'.repeat(60_000) },
+    });
+    const events: TenantConfigEvent[] = Array.from({ length: 34 }, (_, i) => ({
+      type: 'ToolConfigured',
+      data: { tool: big(`t${i}`), at },
+    }));
+    const nearlyFull = fold(events);
+    expect(
+      refusal(() => tenantConfigDecider.decide({ type: 'PutTool', tool: big('t99'), at }, nearlyFull)).field,
+    ).toBe('inputSchema');
+    const longAgent = { ...agent([]), instructions: 'i'.repeat(100_000) };
+    expect(
+      refusal(() => tenantConfigDecider.decide({ type: 'PutAgent', agent: longAgent, at }, nearlyFull)).field,
+    ).toBe('instructions');
+    expect(tenantConfigDecider.decide({ type: 'PutTool', tool: big('t3'), at }, nearlyFull)).toHaveLength(1);
+    expect(tenantConfigDecider.decide({ type: 'PutTool', tool: tool('small'), at }, nearlyFull)).toHaveLength(
+      1,
+    );
+    expect(MAX_CONFIG_BYTES).toBe(2 * 1024 * 1024);
+  });
+
   it('holds at most 500 tools; replacing one of them is still allowed', () => {
     const events: TenantConfigEvent[] = Array.from({ length: MAX_DEFINITIONS_PER_TENANT }, (_, i) => ({
       type: 'ToolConfigured',
