@@ -41,6 +41,8 @@ COPY --from=build /app/services/pricing/package.json services/pricing/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/proto/dist proto/dist
 COPY --from=build /app/proto/keel proto/keel
+# The FileDescriptorSet gRPC reflection serves (packages/runtime/src/grpc-reflection.ts).
+COPY --from=build /app/proto/gen/descriptors.binpb proto/gen/descriptors.binpb
 COPY --from=build /app/packages/core/dist packages/core/dist
 COPY --from=build /app/packages/events/dist packages/events/dist
 COPY --from=build /app/packages/tooling/dist packages/tooling/dist

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-// Regenerates proto/gen/ from the .proto contracts with buf and the local ts-proto plugin.
+// Regenerates proto/gen/ from the .proto contracts with buf and the local ts-proto plugin, and
+// builds proto/gen/descriptors.binpb: the FileDescriptorSet (source info included, so comments
+// too) of every keel/**/*.proto plus grpc.health.v1's health.proto, which the services' gRPC
+// reflection serves as it is (see packages/runtime/src/grpc-reflection.ts).
 //
 //   node proto/scripts/generate.mjs            write proto/gen/ (the committed output)
 //   node proto/scripts/generate.mjs --check    fail when regenerating would change proto/gen/,
@@ -9,16 +12,22 @@
 // Works from any directory and offline: buf and protoc-gen-ts_proto come from the repository's
 // node_modules, and the template (proto/buf.gen.yaml) names no remote plugin or dependency.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { FileDescriptorSetSchema } from '@bufbuild/protobuf/wkt';
 
 const protoDir = dirname(dirname(fileURLToPath(import.meta.url)));
 const repoRoot = dirname(protoDir);
 const binDir = join(repoRoot, 'node_modules', '.bin');
 const buf = join(binDir, process.platform === 'win32' ? 'buf.cmd' : 'buf');
 const genDir = join(protoDir, 'gen');
+// The health.proto grpc-health-check's HealthImplementation serves (grpc.health.v1), so the
+// descriptor and the implementation come from one package and cannot drift apart.
+const healthProtoDir = join(repoRoot, 'node_modules', 'grpc-health-check', 'proto');
+const DESCRIPTORS_FILE = 'descriptors.binpb';
 
 const args = process.argv.slice(2);
 const check = args.includes('--check');
@@ -33,6 +42,7 @@ if (check) {
   const tmp = mkdtempSync(join(tmpdir(), 'keel-proto-'));
   try {
     runBuf(['generate', '--output', tmp]);
+    buildDescriptors(join(tmp, 'gen'), mkdtempSync(join(tmpdir(), 'keel-proto-')));
     problems.push(...compareTrees(join(tmp, 'gen'), genDir));
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -62,6 +72,7 @@ if (check) {
   );
 } else {
   runBuf(['generate']);
+  buildDescriptors(genDir, mkdtempSync(join(tmpdir(), 'keel-proto-')));
   console.log(
     `proto: generated ${listFiles(genDir).length} files into ${relative(process.cwd(), genDir) || '.'}`,
   );
@@ -80,6 +91,35 @@ function runBuf(bufArgs, { allowFailure = false } = {}) {
   const code = result.status ?? 1;
   if (code !== 0 && !allowFailure) fail(`buf ${bufArgs.join(' ')} exited with ${code}`);
   return code;
+}
+
+/**
+ * Writes <outDir>/descriptors.binpb: `buf build` of this module (imports included) and of
+ * grpc-health-check's health.proto, merged into one FileDescriptorSet. `buf generate` (clean:
+ * true) empties gen/ first, so this runs after it. workDir is removed afterwards.
+ */
+function buildDescriptors(outDir, workDir) {
+  try {
+    if (!existsSync(join(healthProtoDir, 'health', 'v1', 'health.proto'))) {
+      fail(`grpc-health-check's health.proto not found under ${healthProtoDir}; run npm install`);
+    }
+    const keelImage = join(workDir, 'keel.binpb');
+    const healthImage = join(workDir, 'health.binpb');
+    runBuf(['build', '--output', keelImage]);
+    runBuf(['build', healthProtoDir, '--output', healthImage]);
+    const files = [keelImage, healthImage].flatMap(
+      (image) => fromBinary(FileDescriptorSetSchema, readFileSync(image)).file,
+    );
+    const names = files.map((file) => file.name);
+    const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+    if (duplicate) fail(`${duplicate} is in both descriptor sets`);
+    writeFileSync(
+      join(outDir, DESCRIPTORS_FILE),
+      toBinary(FileDescriptorSetSchema, create(FileDescriptorSetSchema, { file: files })),
+    );
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
 }
 
 /** Lists the differences between a fresh generation and the committed one, byte for byte. */

@@ -3,9 +3,9 @@ import { dirname, resolve } from 'node:path';
 import type { Server } from '@grpc/grpc-js';
 import type { Options, PackageDefinition } from '@grpc/proto-loader';
 import { loadSync } from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
 import type { ServingStatus } from 'grpc-health-check';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { DescriptorReflection } from './grpc-reflection.js';
 
 /** A proto package a service serves: ts-proto's `*_PACKAGE_NAME` and `protobufFileName`. */
 export interface GrpcServiceDefinition {
@@ -35,9 +35,11 @@ export const protoRoot = (): string => {
   return resolve(dirname(anyProto), '../../..');
 };
 
-/** Everything a service's gRPC server needs: one package definition for Nest and reflection. */
+/** Everything a service's gRPC server needs: the package definition for Nest, and reflection. */
 export interface GrpcServing {
   definition: PackageDefinition;
+  /** Reflection for `serviceNames`, from the real descriptors (not from `definition`). */
+  reflection: DescriptorReflection;
   /** The packages Nest binds controllers for (health is added to the server directly). */
   packages: string[];
   /** Fully qualified names of the services served (health included); reflection describes these. */
@@ -65,6 +67,7 @@ export function loadGrpcServing(services: readonly GrpcServiceDefinition[]): Grp
     .map(([name]) => name);
   return {
     definition,
+    reflection: new DescriptorReflection(servedServices),
     packages,
     serviceNames: servedServices,
   };
@@ -95,7 +98,7 @@ export class HealthStatus {
 /** Adds the health service and reflection (for the served services) to Nest's grpc-js server. */
 export function addHealthAndReflection(server: Server, serving: GrpcServing, health: HealthStatus): void {
   health.implementation.addToServer(server);
-  new ReflectionService(serving.definition, { services: serving.serviceNames }).addToServer(server);
+  serving.reflection.addToServer(server);
 }
 
 /** Stops accepting calls and lets those in progress finish; cancels the ones still open after `graceMs`. */
