@@ -58,7 +58,7 @@ describe('monthly budgets hold under concurrency (gateway, agent, tools as proce
       pricingFor: ['agent'],
       agentEnv: { KEEL_BUDGET_TURN_RESERVE_USD: String(TURN_USD) },
       // The burst below is one key's 10×N requests at once: only the budget may refuse them.
-      gatewayEnv: { KEEL_RATE_LIMIT_RPM: '0' },
+      gatewayEnv: { KEEL_RATE_LIMIT_RPM: '0', KEEL_TENANT_RATE_LIMIT_RPM: '0' },
     });
     ({ fake, operatorKey: OPERATOR_KEY } = platform);
     store = await MongoEventStore.connect(platform.env.MONGODB_URL!);

@@ -170,7 +170,11 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
   beforeAll(async () => {
     const auditPort = await freePort();
     platform = await startGatewayPlatform('hostile', {
-      gatewayEnv: { AUDIT_GRPC_URL: `127.0.0.1:${auditPort}`, KEEL_RATE_LIMIT_RPM: '0' },
+      gatewayEnv: {
+        AUDIT_GRPC_URL: `127.0.0.1:${auditPort}`,
+        KEEL_RATE_LIMIT_RPM: '0',
+        KEEL_TENANT_RATE_LIMIT_RPM: '0',
+      },
     });
     audit = await startAudit(platform.env, auditPort);
     const aTenant = await platform.tenantWithKeys('Hostile A', ['admin', 'editor', 'viewer'] as const);

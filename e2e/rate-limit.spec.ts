@@ -11,6 +11,8 @@ import { platformEnv, startAgent, startGateway } from './support/platform.js';
 
 const OPERATOR_KEY = `op_${uniqueName('rl')}`;
 const LIMIT = 10;
+/** All of a tenant's keys together. */
+const TENANT_LIMIT = 15;
 
 const call = async (
   base: string,
@@ -37,12 +39,14 @@ const inOneWindow = async (neededMs: number) => {
 describe('rate limits per key across two gateway processes', () => {
   const env = platformEnv('rl', {
     KEEL_RATE_LIMIT_RPM: String(LIMIT),
+    KEEL_TENANT_RATE_LIMIT_RPM: String(TENANT_LIMIT),
     KEEL_RATE_LIMIT_BUCKET: uniqueName('rl_bucket'),
   });
   let agent: ProcessHandle;
   let gateways: ProcessHandle[] = [];
   const bases: string[] = [];
   const grpcAddresses: string[] = [];
+  let adminKey = '';
 
   beforeAll(async () => {
     const agentPort = await freePort();
@@ -78,7 +82,7 @@ describe('rate limits per key across two gateway processes', () => {
       },
     );
     expect(issued.status).toBe(201);
-    const adminKey = (issued.body as { key: string }).key;
+    adminKey = (issued.body as { key: string }).key;
 
     const remaining: string[] = [];
     for (let i = 2; i < LIMIT; i++) {
@@ -114,5 +118,36 @@ describe('rate limits per key across two gateway processes', () => {
         expect((await call(base, probe, OPERATOR_KEY)).status).toBe(200);
       }
     }
+  });
+
+  it("a tenant's keys share its limit: keys an admin issues cannot multiply the tenant's rate", async () => {
+    expect(adminKey, 'the first case issues the admin key').not.toBe('');
+    await inOneWindow(20_000);
+    const [a, b] = bases as [string, string];
+    const editors: string[] = [];
+    for (const base of [a, b]) {
+      const issued = await call(base, '/v1/keys', adminKey, 'POST', { role: 'editor' });
+      expect(issued.status, JSON.stringify(issued.body)).toBe(201);
+      editors.push((issued.body as { key: string }).key);
+    }
+
+    // Two editors, alternating over both gateways: each stays far below its own limit of 10.
+    let admitted = 0;
+    let refused: Answer | undefined;
+    for (let i = 0; i < TENANT_LIMIT && !refused; i++) {
+      const answer = await call(i % 2 === 0 ? a : b, '/v1/conversations', editors[i % 2]);
+      if (answer.status === 429) refused = answer;
+      else {
+        expect(answer.status).toBe(200);
+        admitted++;
+      }
+    }
+
+    // The admin's three requests of this window (one, if the first case ran in an earlier one, is
+    // not counted) and the editors' admitted ones add up to the tenant's limit.
+    expect(refused?.body).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect((refused?.body as { detail: string }).detail).toMatch(/for this tenant/);
+    expect(admitted).toBeGreaterThanOrEqual(TENANT_LIMIT - 3);
+    expect(admitted).toBeLessThanOrEqual(TENANT_LIMIT - 2);
   });
 });

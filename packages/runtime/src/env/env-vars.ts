@@ -134,6 +134,12 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: "the pricing service's gRPC port, before GRPC_PORT",
   },
   {
+    name: 'METRICS_PORT',
+    kind: { type: 'port' },
+    readers: 'all',
+    doc: "serve GET /metrics (Prometheus) on this port, on GRPC_HOST; unset: none (the gateway's /metrics on PORT shows its own; the dev mode's shows all five)",
+  },
+  {
     name: 'KEEL_MASTER_KEY',
     kind: { type: 'base64-bytes', bytes: 32 },
     readers: ['agent', 'tools'],
@@ -218,6 +224,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     readers: ['gateway'],
     default: '600',
     doc: 'requests per minute per API key (0: off)',
+  },
+  {
+    name: 'KEEL_TENANT_RATE_LIMIT_RPM',
+    kind: { type: 'integer', min: 0, max: 999_999_999, unit: 'a number of requests per minute' },
+    readers: ['gateway'],
+    default: '3000',
+    doc: 'requests per minute per tenant, all its keys together (0: off)',
   },
   {
     name: 'KEEL_RATE_LIMIT_BUCKET',

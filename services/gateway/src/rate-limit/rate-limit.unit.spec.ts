@@ -5,7 +5,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../auth/principal.js';
 import { problemOf } from '../http/problem.js';
-import { rateLimitPolicyFromEnv } from './rate-limit-policy.js';
+import { rateLimitPolicyFromEnv, tenantRateLimitPolicyFromEnv } from './rate-limit-policy.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RateLimitedError, RateLimitService } from './rate-limit.service.js';
 
@@ -31,7 +31,10 @@ describe('rate limits at the HTTP edge', () => {
   it('answers a key over its limit 429 rate_limited with Retry-After in whole seconds', async () => {
     let now = 90_000; // 30 s before the window ends
     const guard = new RateLimitGuard(
-      new RateLimitService(new InMemoryRateLimiter({ limit: 2, windowMs: 60_000 }, () => now), silent),
+      new RateLimitService(
+        { perKey: new InMemoryRateLimiter({ limit: 2, windowMs: 60_000 }, () => now) },
+        silent,
+      ),
     );
     const headers: Record<string, string> = {};
     expect(await guard.canActivate(httpContext(editor, headers))).toBe(true);
@@ -52,6 +55,41 @@ describe('rate limits at the HTTP edge', () => {
       hit: () => Promise.reject(new Error('nats down')),
       close: () => Promise.resolve(),
     };
-    expect(await new RateLimitService(broken, silent).check(editor)).toBeUndefined();
+    expect(
+      await new RateLimitService({ perKey: broken, perTenant: broken }, silent).check(editor),
+    ).toBeUndefined();
+  });
+
+  it("counts a tenant's keys together: a second key of an exhausted tenant is refused, another tenant is not", async () => {
+    const now = () => 90_000;
+    const service = new RateLimitService(
+      {
+        perKey: new InMemoryRateLimiter({ limit: 10, windowMs: 60_000 }, now),
+        perTenant: new InMemoryRateLimiter({ limit: 3, windowMs: 60_000 }, now),
+      },
+      silent,
+    );
+    const second: Principal = { ...editor, keyId: 'key-2', userId: 'key-2' };
+    const other: Principal = { ...editor, tenantId: 't2', keyId: 'key-3', userId: 'key-3' };
+    await service.check(editor);
+    await service.check(editor);
+    expect(await service.check(second)).toMatchObject({ allowed: true, remaining: 0 });
+
+    const refused = await service.check(second).catch((error: unknown) => error);
+
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect((refused as Error).message).toMatch(/exceeded for this tenant/);
+    expect(await service.check(other)).toMatchObject({ allowed: true });
+  });
+
+  it('reads KEEL_TENANT_RATE_LIMIT_RPM: 3000 per minute by default, 0 is off', () => {
+    expect(tenantRateLimitPolicyFromEnv({})).toEqual({ limit: 3000, windowMs: 60_000 });
+    expect(tenantRateLimitPolicyFromEnv({ KEEL_TENANT_RATE_LIMIT_RPM: '0' })).toEqual({
+      limit: 0,
+      windowMs: 60_000,
+    });
+    expect(() => tenantRateLimitPolicyFromEnv({ KEEL_TENANT_RATE_LIMIT_RPM: 'many' })).toThrow(
+      /KEEL_TENANT_RATE_LIMIT_RPM/,
+    );
   });
 });
