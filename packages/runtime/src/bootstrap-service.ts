@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http';
 import type { Server } from '@grpc/grpc-js';
 import type { DynamicModule, INestApplicationContext, ModuleMetadata, Type } from '@nestjs/common';
 import type { AbstractHttpAdapter } from '@nestjs/core';
@@ -12,8 +13,10 @@ import type { Infrastructure } from './infrastructure.js';
 import { createInfrastructure } from './infrastructure.js';
 import type { KeelLogger } from './logger.js';
 import { createLogger } from './logger.js';
+import { meterHttp, meteredInfrastructure, serveMetrics } from './metered-edges.js';
+import type { HookableHttp } from './metered-edges.js';
 import type { MetricsRegistry } from './metrics.js';
-import { createMetrics } from './metrics.js';
+import { ServiceMetrics, createMetricsRegistry, processMetrics } from './metrics.js';
 import { KeelRuntimeModule, PinoNestLogger } from './runtime.module.js';
 import { exitOnSignal } from './shutdown.js';
 
@@ -32,6 +35,11 @@ export interface BootstrapOptions {
   logger?: KeelLogger;
   /** Shared infrastructure (dev mode); its owner closes it. Default: this service connects its own. */
   infrastructure?: Infrastructure;
+  /**
+   * The process's registry, shared by the services of one process (dev mode); its owner adds the
+   * process series. Default: a registry of this service's own, with the process series.
+   */
+  metrics?: MetricsRegistry;
   /** Exit the process on SIGTERM/SIGINT after a clean stop. Default true; false when the caller handles signals. */
   handleSignals?: boolean;
 }
@@ -75,7 +83,14 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
     service,
     ...serving.serviceNames.filter((name) => !name.startsWith('grpc.health.')),
   ]);
-  const metrics = createMetrics(service, infra.relay);
+  let metrics = options.metrics;
+  if (metrics === undefined) {
+    metrics = createMetricsRegistry();
+    processMetrics(metrics, service, infra.relay);
+  }
+  const serviceMetrics = new ServiceMetrics(metrics, service);
+  // What the service's modules see: the same connections, its appends and consumers measured as its own.
+  const serviceInfra = meteredInfrastructure(infra, serviceMetrics);
 
   let grpcServer: Server | undefined;
   const grpcOptions: GrpcOptions = {
@@ -92,16 +107,21 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
     },
   };
   const root: ModuleMetadata = {
-    imports: [KeelRuntimeModule.forService({ config, logger, infra, metrics }), options.module],
+    imports: [
+      KeelRuntimeModule.forService({ config, logger, infra: serviceInfra, metrics, serviceMetrics }),
+      options.module,
+    ],
   };
   const nestOptions = { logger: new PinoNestLogger(logger), abortOnError: false };
 
   let app: INestApplicationContext | undefined;
   let httpUrl: string | undefined;
+  let metricsServer: HttpServer | undefined;
   try {
     if (options.httpAdapter) {
       const http = await NestFactory.create(root, options.httpAdapter(), nestOptions);
       app = http;
+      meterHttp(http.getHttpAdapter().getInstance() as HookableHttp, serviceMetrics);
       http.connectMicroservice<GrpcOptions>(grpcOptions, { inheritAppConfig: true });
       await http.startAllMicroservices();
       await http.listen(config.httpPort, config.httpHost);
@@ -115,6 +135,9 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
       });
       app = microservice;
       await microservice.listen();
+    }
+    if (config.metricsPort !== undefined) {
+      metricsServer = await serveMetrics(metrics, config.grpcHost, config.metricsPort);
     }
   } catch (error) {
     logger.error({ err: error, grpcAddress: address }, 'startup failed');
@@ -136,6 +159,12 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
     }
     await started.close();
     logger.info({ step: 'app-closed' }, 'shutdown: application closed');
+    if (metricsServer) {
+      const server = metricsServer;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    }
     if (ownsInfra) await infra.close();
   };
 
@@ -156,6 +185,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
     {
       grpcAddress: address,
       ...(httpUrl ? { httpUrl } : {}),
+      ...(config.metricsPort !== undefined ? { metricsPort: config.metricsPort } : {}),
       store: infra.kinds.store,
       bus: infra.kinds.bus,
       services: serving.serviceNames,

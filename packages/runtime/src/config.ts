@@ -39,6 +39,8 @@ export interface KeelConfig {
   natsStream: string;
   subjectPrefix: string;
   shutdownTimeoutMs: number;
+  /** `METRICS_PORT`: serve `GET /metrics` on this port (on `grpcHost`); undefined: no metrics port. */
+  metricsPort: number | undefined;
   /** The outbox relay's lease window (`KEEL_OUTBOX_LEASE_MS`): how long a dead relay blocks the next. */
   outboxLeaseMs: number;
 }
@@ -140,6 +142,7 @@ export function loadConfig(service: ServiceName, env: Env = process.env): KeelCo
       'dot-separated tokens of letters, digits, _ or - (no wildcards)',
     ),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 100, 600_000, 10_000, 'a number of milliseconds'),
+    metricsPort: read(env, 'METRICS_PORT') === undefined ? undefined : port(env, 'METRICS_PORT', 0),
     outboxLeaseMs: integer(env, 'KEEL_OUTBOX_LEASE_MS', 500, 600_000, 10_000, 'a number of milliseconds'),
   };
 }

@@ -21,14 +21,22 @@ export { createInfrastructure } from './infrastructure.js';
 export type { Infrastructure, InfrastructureKinds } from './infrastructure.js';
 export { REDACTED_PATHS, createLogger, withLogContext } from './logger.js';
 export type { KeelLogger, LogContext } from './logger.js';
-export { createMetrics } from './metrics.js';
-export type { MetricsRegistry } from './metrics.js';
+export { ServiceMetrics, createMetrics, createMetricsRegistry, processMetrics } from './metrics.js';
+export type { MetricsRegistry, ModelCallOutcome, TokenUsage, TurnOutcome } from './metrics.js';
+export {
+  GrpcMetricsInterceptor,
+  meterHttp,
+  meteredBus,
+  meteredInfrastructure,
+  meteredStore,
+  serveMetrics,
+} from './metered-edges.js';
 export { probeReadiness } from './readiness.js';
 export type { ProbeResult, ReadinessReport } from './readiness.js';
 export { KeelRuntimeModule, PinoNestLogger } from './runtime.module.js';
 export type { RuntimeProviders } from './runtime.module.js';
 export { SHUTDOWN_SIGNALS, exitOnSignal } from './shutdown.js';
-export { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS } from './tokens.js';
+export { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS, KEEL_SERVICE_METRICS } from './tokens.js';
 export { TrackingEventBus } from './tracking-bus.js';
 export { SecretBox } from './secrets/secret-box.js';
 export * from './egress/index.js';

@@ -3,18 +3,26 @@ import { Module } from '@nestjs/common';
 import type { KeelConfig } from './config.js';
 import type { Infrastructure } from './infrastructure.js';
 import type { KeelLogger } from './logger.js';
-import type { MetricsRegistry } from './metrics.js';
-import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS } from './tokens.js';
+import { APP_INTERCEPTOR } from '@nestjs/core';
+import { GrpcMetricsInterceptor } from './metered-edges.js';
+import type { MetricsRegistry, ServiceMetrics } from './metrics.js';
+import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS, KEEL_SERVICE_METRICS } from './tokens.js';
 
 /** What the runtime hands to a service's Nest module. */
 export interface RuntimeProviders {
   config: KeelConfig;
   logger: KeelLogger;
   infra: Infrastructure;
+  /** The registry `/metrics` renders (the whole process's). */
   metrics: MetricsRegistry;
+  /** This service's instruments; when given, its gRPC calls are timed. */
+  serviceMetrics?: ServiceMetrics;
 }
 
-/** A global module providing `KEEL_CONFIG`, `KEEL_LOGGER`, `KEEL_INFRA` and `KEEL_METRICS` to every module. */
+/**
+ * A global module providing `KEEL_CONFIG`, `KEEL_LOGGER`, `KEEL_INFRA`, `KEEL_METRICS` and
+ * `KEEL_SERVICE_METRICS` to every module, and timing the service's gRPC calls.
+ */
 @Module({})
 export class KeelRuntimeModule {
   /** The module for one service's application. */
@@ -27,8 +35,12 @@ export class KeelRuntimeModule {
         { provide: KEEL_LOGGER, useValue: providers.logger },
         { provide: KEEL_INFRA, useValue: providers.infra },
         { provide: KEEL_METRICS, useValue: providers.metrics },
+        { provide: KEEL_SERVICE_METRICS, useValue: providers.serviceMetrics },
+        ...(providers.serviceMetrics
+          ? [{ provide: APP_INTERCEPTOR, useValue: new GrpcMetricsInterceptor(providers.serviceMetrics) }]
+          : []),
       ],
-      exports: [KEEL_CONFIG, KEEL_LOGGER, KEEL_INFRA, KEEL_METRICS],
+      exports: [KEEL_CONFIG, KEEL_LOGGER, KEEL_INFRA, KEEL_METRICS, KEEL_SERVICE_METRICS],
     };
   }
 }

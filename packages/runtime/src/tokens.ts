@@ -9,3 +9,6 @@ export const KEEL_LOGGER = Symbol.for('keel.logger');
 
 /** Nest injection token of the service's Prometheus registry. */
 export const KEEL_METRICS = Symbol.for('keel.metrics');
+
+/** Nest injection token of the service's `ServiceMetrics` (its instruments, labelled with the service). */
+export const KEEL_SERVICE_METRICS = Symbol.for('keel.service-metrics');

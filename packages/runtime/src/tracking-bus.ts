@@ -47,6 +47,10 @@ export class TrackingEventBus implements EventBus {
     return tracked;
   }
 
+  async pending(name: string): Promise<number | undefined> {
+    return this.inner.pending ? this.inner.pending(name) : undefined;
+  }
+
   replayDeadLetter(id: string): Promise<void> {
     return this.inner.replayDeadLetter(id);
   }

@@ -3,8 +3,15 @@ import {
   protobufFileName as agentProtoFile,
 } from '@keel/proto/keel/agent/v1/agent';
 import { MongoEventStore } from '@keel/core/mongodb';
-import type { Infrastructure, KeelLogger } from '@keel/runtime';
-import { KEEL_INFRA, KEEL_LOGGER, SecretBox, egressPolicyFromEnv, readEnv } from '@keel/runtime';
+import type { Infrastructure, KeelLogger, ServiceMetrics } from '@keel/runtime';
+import {
+  KEEL_INFRA,
+  KEEL_LOGGER,
+  KEEL_SERVICE_METRICS,
+  SecretBox,
+  egressPolicyFromEnv,
+  readEnv,
+} from '@keel/runtime';
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import type { ConversationIndex } from './conversation-index/conversation-index.js';
@@ -145,6 +152,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         SecretBox,
         KEEL_LOGGER,
         USAGE_PRICING,
+        { token: KEEL_SERVICE_METRICS, optional: true },
       ],
       useFactory: (
         infra: Infrastructure,
@@ -155,6 +163,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         secrets: SecretBox,
         logger: KeelLogger,
         pricing: UsagePricing,
+        metrics: ServiceMetrics | undefined,
       ) =>
         // infra.bus tracks the worker's consumers, so the shutdown drains them before the outbox flush.
         new TurnWorker({
@@ -166,6 +175,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           catalog,
           secrets,
           pricing,
+          ...(metrics ? { metrics } : {}),
           logger: logger.child({ component: 'turn-worker' }),
           // How long a model step may go silent before another instance takes it over (tests shorten it).
           ackWaitMs: Number(readEnv('KEEL_AGENT_ACK_WAIT_MS')),

@@ -9,8 +9,10 @@ import {
   bootstrapService,
   createInfrastructure,
   createLogger,
+  createMetricsRegistry,
   exitOnSignal,
   loadConfig,
+  processMetrics,
   SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
@@ -38,8 +40,12 @@ const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 
 ];
 
 // GRPC_PORT is the gateway's; the others take <SERVICE>_GRPC_PORT or their defaults (50052..50055).
+// METRICS_PORT too: the one registry of this process holds every service's series.
 const configFor = (service: ServiceName) =>
-  loadConfig(service, service === 'gateway' ? process.env : { ...process.env, GRPC_PORT: undefined });
+  loadConfig(
+    service,
+    service === 'gateway' ? process.env : { ...process.env, GRPC_PORT: undefined, METRICS_PORT: undefined },
+  );
 
 // One master key for the whole process: the agent seals secrets that the tools service opens.
 // Without KEEL_MASTER_KEY the dev mode makes one up, so sealed secrets do not survive a restart.
@@ -58,6 +64,10 @@ const egress = ensureDevEgressAllow();
 const gatewayConfig = configFor('gateway');
 const logger = createLogger('dev', { level: gatewayConfig.logLevel });
 const infrastructure = await createInfrastructure(gatewayConfig, logger);
+// One registry for the five: the gateway's /metrics shows each service's series under its own
+// `service` label, and the process's own (Node.js, the outbox relay) under service="dev".
+const metrics = createMetricsRegistry();
+processMetrics(metrics, 'dev', infrastructure.relay);
 const running: RunningService[] = [];
 // Before the first ready line: a SIGTERM then stops whatever has started, cleanly.
 exitOnSignal(
@@ -79,6 +89,7 @@ try {
         config,
         logger: serviceLogger,
         infrastructure,
+        metrics,
         handleSignals: false,
       }),
     );

@@ -1,6 +1,14 @@
 import { MongoEventStore } from '@keel/core/mongodb';
-import type { Infrastructure, KeelConfig, KeelLogger } from '@keel/runtime';
-import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, SecretBox, egressPolicyFromEnv, readEnv } from '@keel/runtime';
+import type { Infrastructure, KeelConfig, KeelLogger, ServiceMetrics } from '@keel/runtime';
+import {
+  KEEL_CONFIG,
+  KEEL_INFRA,
+  KEEL_LOGGER,
+  KEEL_SERVICE_METRICS,
+  SecretBox,
+  egressPolicyFromEnv,
+  readEnv,
+} from '@keel/runtime';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import { InMemoryToolCallLedger, MongoToolCallLedger, WebhookExecutor } from './execution/index.js';
@@ -49,8 +57,8 @@ const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
   providers: [
     {
       provide: ToolCallConsumer,
-      inject: [KEEL_INFRA, KEEL_LOGGER],
-      useFactory: (infra: Infrastructure, logger: KeelLogger) => {
+      inject: [KEEL_INFRA, KEEL_LOGGER, { token: KEEL_SERVICE_METRICS, optional: true }],
+      useFactory: (infra: Infrastructure, logger: KeelLogger, metrics: ServiceMetrics | undefined) => {
         const log = logger.child({ component: 'tool-calls' });
         const secrets = secretBoxFromEnv(log);
         const ackWaitMs = ackWaitFromEnv();
@@ -67,6 +75,7 @@ const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
             }),
             tenantTools: new TenantToolsCache(infra.store),
             ...(secrets ? { secrets } : {}),
+            ...(metrics ? { metrics } : {}),
             logger: log,
           },
           ackWaitMs === undefined ? {} : { ackWaitMs },

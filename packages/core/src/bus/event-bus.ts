@@ -15,6 +15,18 @@ export interface Delivery {
 /** A consumer's handler. Throwing means "not handled": the bus redelivers, then dead-letters. */
 export type EventHandler = (delivery: Delivery) => Promise<void>;
 
+/** What became of one delivery (`skipped`: already handled, or a replay meant for another consumer). */
+export type DeliveryOutcome = 'handled' | 'skipped' | 'retry' | 'dead-lettered';
+
+/** Told about each delivery once its outcome is settled (metrics); must not throw. */
+export type DeliveryObserver = (report: {
+  consumer: string;
+  outcome: DeliveryOutcome;
+  deliveryCount: number;
+  /** How long the handling took, in seconds (inbox check and handler included). */
+  seconds: number;
+}) => void;
+
 /** Which events a consumer receives. Subjects carry tenant and category, so both filter at the server. */
 export interface ConsumerFilter {
   tenantId?: string;
@@ -57,6 +69,8 @@ export interface ConsumerOptions {
    * throughput.
    */
   maxInFlight?: number;
+  /** Told about each delivery's outcome (the runtime's metrics); not part of the durable's settings. */
+  observe?: DeliveryObserver;
 }
 
 /** A running consumer. */
@@ -112,6 +126,11 @@ export interface EventBus {
   replayDeadLetter(id: string): Promise<void>;
   /** Live, unstored messages beside the events: token deltas and cancel signals. */
   readonly ephemeral: EphemeralChannel;
+  /**
+   * Events the durable consumer `name` has not acknowledged yet (not delivered, or in flight);
+   * undefined when the bus does not know the consumer.
+   */
+  pending?(name: string): Promise<number | undefined>;
   /** Resolves when the bus's server answers a round trip (readiness); throws UnavailableError if not. */
   ping(): Promise<void>;
   /** Stops every consumer (letting handlers finish) and closes connections. */

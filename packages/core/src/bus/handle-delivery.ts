@@ -4,7 +4,7 @@ import type { BusLogger } from './bus-logger.js';
 import { errorMessage } from './bus-logger.js';
 import type { ConsumerSettings } from './consumer-settings.js';
 import { backoffDelay } from './consumer-settings.js';
-import type { DeadLetterStore, EventHandler, Inbox } from './event-bus.js';
+import type { DeadLetterStore, DeliveryObserver, DeliveryOutcome, EventHandler, Inbox } from './event-bus.js';
 
 /** One delivered message as an adapter sees it: the event plus the acknowledgement verbs. */
 export interface BusMessage {
@@ -26,19 +26,40 @@ export interface DeliveryContext {
   inbox: Inbox;
   deadLetters: DeadLetterStore;
   logger: BusLogger;
+  /** Told about each delivery's outcome (metrics). */
+  observe?: DeliveryObserver;
 }
 
-/** What became of one delivery. */
-export type DeliveryOutcome = 'handled' | 'skipped' | 'retry' | 'dead-lettered';
-
 /**
- * The delivery rules both adapters share: replay targeting, inbox check, automatic `working()`,
- * backoff on failure, and the dead letter on the last allowed delivery. Never throws.
+ * The delivery rules (see `settle`), and the observer told what became of the delivery and how
+ * long it took. Never throws.
  */
 export const handleDelivery = async (
   message: BusMessage,
   context: DeliveryContext,
 ): Promise<DeliveryOutcome> => {
+  const startedAt = performance.now();
+  const outcome = await settle(message, context);
+  try {
+    context.observe?.({
+      consumer: context.settings.name,
+      outcome,
+      deliveryCount: message.deliveryCount,
+      seconds: (performance.now() - startedAt) / 1000,
+    });
+  } catch {
+    // An observer's fault never changes a delivery.
+  }
+  return outcome;
+};
+
+export type { DeliveryOutcome } from './event-bus.js';
+
+/**
+ * The delivery rules both adapters share: replay targeting, inbox check, automatic `working()`,
+ * backoff on failure, and the dead letter on the last allowed delivery. Never throws.
+ */
+const settle = async (message: BusMessage, context: DeliveryContext): Promise<DeliveryOutcome> => {
   const { settings, inbox, deadLetters } = context;
   const { event } = message;
   if (message.replayFor !== undefined && message.replayFor !== settings.name) {

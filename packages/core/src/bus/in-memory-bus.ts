@@ -117,6 +117,7 @@ export class InMemoryEventBus implements EventBus {
         inbox: this.#inbox,
         deadLetters: this.deadLetters,
         logger: this.#logger,
+        ...(options.observe ? { observe: options.observe } : {}),
       }),
       () => this.#schedulePump(target),
       () => {
@@ -126,6 +127,21 @@ export class InMemoryEventBus implements EventBus {
     durable.instances.push(consumer);
     this.#schedulePump(durable);
     return consumer;
+  }
+
+  /** Events of the durable's filter after its cursor, plus those delivered and not yet acked. */
+  async pending(name: string): Promise<number | undefined> {
+    const durable = this.#durables.get(name);
+    if (durable === undefined) return undefined;
+    let ahead = 0;
+    for (let seq = durable.cursor; seq < this.#log.length; seq++) {
+      const entry = this.#log[seq]!;
+      const { tenantId, category } = durable.settings.filter;
+      if (tenantId !== undefined && entry.event.tenantId !== tenantId) continue;
+      if (category !== undefined && entry.category !== category) continue;
+      ahead++;
+    }
+    return ahead + durable.outstanding.size;
   }
 
   async replayDeadLetter(id: string): Promise<void> {

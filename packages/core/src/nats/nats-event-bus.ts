@@ -174,6 +174,7 @@ export class NatsEventBus implements EventBus {
       inbox: this.inbox,
       deadLetters: this.deadLetters,
       logger: this.logger,
+      ...(options.observe ? { observe: options.observe } : {}),
     };
     const consumer = await NatsConsumer.start(this.js, this.streamName, context);
     this.#consumers.add(consumer);
@@ -185,6 +186,17 @@ export class NatsEventBus implements EventBus {
         this.#consumers.delete(consumer);
       },
     };
+  }
+
+  /** JetStream's count for the durable: messages not yet delivered plus those awaiting an ack. */
+  async pending(name: string): Promise<number | undefined> {
+    if (this.#closed !== undefined) return undefined;
+    try {
+      const info = await this.jsm.consumers.info(this.streamName, name);
+      return info.num_pending + info.num_ack_pending;
+    } catch {
+      return undefined;
+    }
   }
 
   async replayDeadLetter(id: string): Promise<void> {

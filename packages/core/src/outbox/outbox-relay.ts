@@ -1,5 +1,6 @@
 import type { EventBus } from '../bus/index.js';
 import type { EventStore } from '../event-store/index.js';
+import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import type { CheckpointStore, LeaseStore, RelayWakeups } from './ports.js';
 
@@ -70,6 +71,7 @@ export class OutboxRelay {
   private wakes = 0;
   private endWait: (() => void) | undefined;
   private stopListening: (() => void) | undefined;
+  private readonly publishedListeners = new Set<(events: readonly RecordedEvent[]) => void>();
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.name = options.name ?? 'outbox';
@@ -103,6 +105,22 @@ export class OutboxRelay {
     }
   }
 
+  /** Tells `listener` about every page of events this relay publishes (metrics); returns the way to stop. */
+  onPublished(listener: (events: readonly RecordedEvent[]) => void): () => void {
+    this.publishedListeners.add(listener);
+    return () => this.publishedListeners.delete(listener);
+  }
+
+  /** When the oldest placed event this relay has not published yet was committed; undefined: none. */
+  async oldestUnpublished(): Promise<string | undefined> {
+    const page = await this.options.store.readAll({
+      after: this.stats.position,
+      limit: 1,
+      scope: 'all-tenants',
+    });
+    return page.events[0]?.recordedAt;
+  }
+
   /** Runs rounds until nothing is left to sequence or publish (regardless of the lease). */
   async drain(): Promise<void> {
     while ((await this.round(true)) > 0);
@@ -122,7 +140,10 @@ export class OutboxRelay {
       this.savedPosition = this.position;
     }
     const page = await store.readAll({ after: this.position, limit: this.batchSize, scope: 'all-tenants' });
-    if (page.events.length > 0) await bus.publish(page.events);
+    if (page.events.length > 0) {
+      await bus.publish(page.events);
+      for (const listener of this.publishedListeners) listener(page.events);
+    }
     this.position = page.lastPosition;
     await this.saveCheckpoint(false);
     this.stats.published += page.events.length;

@@ -22,6 +22,8 @@ import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { CallContext } from './context.js';
 import type { ConversationService } from './conversation.service.js';
 import type { TenantConfigService } from './tenant-config.service.js';
+import type { TurnMetrics } from './turn-metrics.js';
+import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import { resolveTools } from './tool-catalog.js';
 
@@ -50,6 +52,8 @@ export interface TurnWorkerDeps {
   /** Prices each model call (the pricing service); without it every call is recorded unpriced. */
   pricing?: UsagePricing;
   logger: WorkerLogger;
+  /** Turns, model calls, first tokens, tokens and cost (the service's metrics); default none. */
+  metrics?: TurnMetrics;
   /** Model steps run at once by this instance (other conversations wait). Default 32. */
   concurrency?: number;
   /** How long a step may go without a sign of life before it is redelivered to another instance. Default 30 s. */
@@ -67,7 +71,13 @@ export class TurnWorker {
   private cancelSubscription: EphemeralSubscription | undefined;
   private readonly inFlight = new Map<string, { turnId: string; controller: AbortController }>();
 
-  constructor(private readonly deps: TurnWorkerDeps) {}
+  private readonly metrics: TurnMetrics;
+  private readonly timings: TurnTimings;
+
+  constructor(private readonly deps: TurnWorkerDeps) {
+    this.metrics = deps.metrics ?? NO_TURN_METRICS;
+    this.timings = new TurnTimings(this.metrics);
+  }
 
   async start(): Promise<void> {
     const { bus } = this.deps;
@@ -115,6 +125,8 @@ export class TurnWorker {
 
   private async onConversationEvent(delivery: Delivery): Promise<void> {
     const { event } = delivery;
+    // Counted once per event: a redelivered one was seen already.
+    if (delivery.deliveryCount === 1 && delivery.replayOf === undefined) this.timings.observe(event);
     if (!TRIGGERS.has(event.type)) return;
     const { store, conversations } = this.deps;
     const turnId = (event.data as { turnId: string }).turnId;
@@ -174,6 +186,9 @@ export class TurnWorker {
     this.inFlight.set(key, { turnId: turn.turnId, controller });
     let seq = 0;
     let output: ModelStepOutput;
+    const model = turn.agent.model;
+    const callStartedAt = performance.now();
+    const callSeconds = (): number => (performance.now() - callStartedAt) / 1000;
     try {
       output = await this.deps.modelStep({
         model: turn.agent.model,
@@ -182,13 +197,17 @@ export class TurnWorker {
         tools,
         temperature: agent.temperature,
         signal: controller.signal,
-        onDelta: (text) =>
+        onDelta: (text) => {
+          this.timings.token(turn.turnId, model);
           bus.ephemeral.publish(
             { kind: 'deltas', tenantId, conversationId },
             { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text, version },
-          ),
+          );
+        },
       });
+      this.metrics.modelCall(model, 'ok', callSeconds());
     } catch (error) {
+      this.metrics.modelCall(model, controller.signal.aborted ? 'cancelled' : 'error', callSeconds());
       if (controller.signal.aborted) {
         logger.info(log, 'model call aborted: the turn was cancelled');
         return;
@@ -291,6 +310,7 @@ export class TurnWorker {
       throw error;
     }
     logger.info({ ...log, toolCalls: calls.length, model: output.model }, 'model step recorded');
+    this.metrics.modelUsage(output.model, output.usage, priced.costUsd);
     bus.ephemeral.publish(
       { kind: 'deltas', tenantId, conversationId },
       {

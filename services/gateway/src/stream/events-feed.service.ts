@@ -2,9 +2,9 @@ import type { ServerResponse } from 'node:http';
 import { NotFoundError, streamName, ValidationError } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
-import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER, KEEL_SERVICE_METRICS } from '@keel/runtime';
 import type { BeforeApplicationShutdown } from '@nestjs/common';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { FeedSettings, FrameSource } from './feed-connection.js';
 import { FeedConnection } from './feed-connection.js';
 import type { FeedSources, FeedTarget } from './feed-reader.js';
@@ -34,6 +34,10 @@ export class EventsFeedService implements BeforeApplicationShutdown {
     @Inject(KEEL_INFRA) private readonly infra: Infrastructure,
     @Inject(FEED_SETTINGS) private readonly settings: FeedSettings,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+    /** Counts the open streams (the service's metrics). */
+    @Optional()
+    @Inject(KEEL_SERVICE_METRICS)
+    private readonly metrics?: { sseOpened(): () => void },
   ) {}
 
   /**
@@ -80,10 +84,12 @@ export class EventsFeedService implements BeforeApplicationShutdown {
   ): Promise<void> {
     const connection = new FeedConnection(source, this.settings, this.logger, logContext, closed);
     this.open.add(connection);
+    const closedStream = this.metrics?.sseOpened();
     try {
       await connection.run(raw, headers);
     } finally {
       this.open.delete(connection);
+      closedStream?.();
     }
   }
 

@@ -43,6 +43,14 @@ export interface ToolCallConsumerDeps {
   logger: KeelLogger;
   builtins?: readonly BuiltinTool[];
   now?: () => Date;
+  /** Told the latency of each call run, by tool kind and outcome (the service's metrics). */
+  metrics?: ToolCallMetrics;
+}
+
+/** What the consumer reports about the calls it runs (the runtime's `ServiceMetrics` implements it). */
+export interface ToolCallMetrics {
+  /** `kind`: webhook, builtin, or unknown (no such tool); `outcome`: ok, error, or refused (approval missing). */
+  toolCall(kind: string, outcome: 'ok' | 'error' | 'refused', seconds: number): void;
 }
 
 /** Settings of the durable consumer; the defaults suit production. */
@@ -57,7 +65,7 @@ export interface ToolCallConsumerOptions {
   backoffMs?: number[];
 }
 
-type Outcome = ToolOutcome & { execution?: ToolCallResult['execution'] };
+type Outcome = ToolOutcome & { execution?: ToolCallResult['execution']; kind?: string };
 
 /**
  * Executes the tool calls of conversations (DESIGN.md "The flow of one turn", step 6): reads
@@ -182,6 +190,14 @@ export class ToolCallConsumer {
         return;
       }
       const outcome = await this.#execute(tenantId, conversationId, call, trigger, running, log);
+      // A call answered from the ledger ran before (and was counted then).
+      if (outcome.execution !== 'replayed') {
+        this.#deps.metrics?.toolCall(
+          outcome.kind ?? 'unknown',
+          outcome.execution === 'refused' ? 'refused' : outcome.ok ? 'ok' : 'error',
+          outcome.durationMs / 1000,
+        );
+      }
       const recorded = await recordToolCallExecuted(store, {
         trigger: event,
         conversationId,
@@ -255,7 +271,7 @@ export class ToolCallConsumer {
     const deps = this.#deps;
     const tenant = await deps.tenantTools.get(tenantId);
     const tool = resolveTool(call.name, tenant, deps.builtins);
-    if (!tool) return failure('unknown_tool', `there is no tool named ${call.name}`);
+    if (!tool) return { ...failure('unknown_tool', `there is no tool named ${call.name}`), kind: 'unknown' };
     let webhookSecret: string | undefined;
     if (tool.kind === 'webhook' && tool.webhookSecret) {
       try {
@@ -267,13 +283,16 @@ export class ToolCallConsumer {
           { tool: call.name, reason: error instanceof Error ? error.message : 'unknown' },
           'the tenant webhook secret does not open',
         );
-        return failure('tool_misconfigured', `the tools service could not sign the call to ${call.name}`);
+        return {
+          ...failure('tool_misconfigured', `the tools service could not sign the call to ${call.name}`),
+          kind: tool.kind,
+        };
       }
     }
     // A `refused` result (the tool needs an approval now, though the call was requested without
     // one) is recorded too: nothing ran, and the turn goes on instead of waiting for an approval
     // nobody was asked for.
-    return executeToolCall(
+    const result = await executeToolCall(
       {
         tenantId,
         conversationId,
@@ -293,6 +312,7 @@ export class ToolCallConsumer {
       },
       { signal: running.controller.signal },
     );
+    return { ...result, kind: tool.kind };
   }
 }
 

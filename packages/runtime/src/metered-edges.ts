@@ -1,0 +1,172 @@
+// Where the runtime measures a service's work: its HTTP requests (Fastify), its gRPC calls (a
+// Nest interceptor), its event store appends and its consumers' deliveries (wrappers around the
+// infrastructure it is given), and the `/metrics` port of a service without HTTP.
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { ConsumerOptions, EventBus, EventHandler, EventStore } from '@keel/core';
+import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import { RpcException } from '@nestjs/microservices';
+import type { Observable } from 'rxjs';
+import { catchError, finalize, throwError } from 'rxjs';
+import { grpcStatusOf } from './grpc-status.js';
+import type { Infrastructure } from './infrastructure.js';
+import type { MetricsRegistry } from './metrics.js';
+import { ServiceMetrics } from './metrics.js';
+
+/** Calls `method` on the target itself (private fields), every other property as it is. */
+const forwarding = <T extends object>(target: T, overrides: Partial<T>): T =>
+  new Proxy(target, {
+    get(object, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof T];
+      const value: unknown = Reflect.get(object, property, object);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+    },
+  });
+
+/** The store, timing each append as this service's. Everything else (and `instanceof`) as the store's. */
+export const meteredStore = (store: EventStore, metrics: ServiceMetrics): EventStore =>
+  forwarding(store, {
+    append: async (tenantId, stream, events, options) => {
+      const elapsed = ServiceMetrics.timer();
+      try {
+        const result = await store.append(tenantId, stream, events, options);
+        metrics.append('ok', events.length, elapsed());
+        return result;
+      } catch (error) {
+        metrics.append('error', events.length, elapsed());
+        throw error;
+      }
+    },
+  });
+
+/** The bus, observing this service's consumers: deliveries by outcome, redeliveries, dead letters, pending. */
+export const meteredBus = (bus: EventBus, metrics: ServiceMetrics): EventBus =>
+  forwarding(bus, {
+    consume: async (options: ConsumerOptions, handler: EventHandler) => {
+      const observe = options.observe;
+      const consumer = await bus.consume(
+        {
+          ...options,
+          observe: (report) => {
+            metrics.delivery(report.consumer, report.outcome, report.deliveryCount, report.seconds);
+            observe?.(report);
+          },
+        },
+        handler,
+      );
+      metrics.consumerStarted(consumer.name);
+      const forget = bus.pending
+        ? metrics.watchPending(consumer.name, () => bus.pending!(consumer.name))
+        : () => undefined;
+      return {
+        name: consumer.name,
+        stop: async () => {
+          await consumer.stop();
+          forget();
+        },
+      };
+    },
+  });
+
+/** The infrastructure as one service sees it: the same connections, measured as its own. */
+export const meteredInfrastructure = (infra: Infrastructure, metrics: ServiceMetrics): Infrastructure => ({
+  ...infra,
+  store: meteredStore(infra.store, metrics),
+  bus: meteredBus(infra.bus, metrics),
+  probe: (timeoutMs) => infra.probe(timeoutMs),
+  close: () => infra.close(),
+});
+
+/** The Fastify surface `meterHttp` uses. */
+export interface HookableHttp {
+  addHook(
+    name: 'onRequest',
+    hook: (
+      request: { method: string; routeOptions?: { url?: string } },
+      reply: { raw: { statusCode: number; once(event: 'close', listener: () => void): unknown } },
+      done: () => void,
+    ) => void,
+  ): unknown;
+}
+
+/**
+ * Times every HTTP request until its response is finished or its connection closed (so a
+ * hijacked SSE response counts when it ends), labelled with the route template (`unmatched` for
+ * a path no route has): never the raw URL, which holds ids.
+ */
+export const meterHttp = (http: HookableHttp, metrics: ServiceMetrics): void => {
+  http.addHook('onRequest', (request, reply, done) => {
+    const elapsed = ServiceMetrics.timer();
+    reply.raw.once('close', () => {
+      const route = request.routeOptions?.url ?? 'unmatched';
+      metrics.httpRequest(request.method, route, reply.raw.statusCode, elapsed());
+    });
+    done();
+  });
+};
+
+/** The gRPC status name of what a handler threw. */
+const grpcCodeOf = (error: unknown): string => {
+  let code: number | undefined;
+  if (error instanceof RpcException) {
+    const raw = error.getError();
+    if (typeof raw === 'object' && raw !== null && typeof (raw as { code?: unknown }).code === 'number')
+      code = (raw as { code: number }).code;
+  }
+  code ??= grpcStatusOf(error).code;
+  return GrpcStatus[code] ?? String(code);
+};
+
+/** The full method name (`/keel.agent.v1.AgentService/SendMessage`) of a Nest gRPC call. */
+const grpcMethodOf = (context: ExecutionContext): string => {
+  const call = context.getArgByIndex<{ getPath?: () => string } | undefined>(2);
+  const path = typeof call?.getPath === 'function' ? call.getPath() : undefined;
+  return path ?? `${context.getClass().name}/${context.getHandler().name}`;
+};
+
+/** Times every gRPC call a Nest controller serves, by method and status code. */
+export class GrpcMetricsInterceptor implements NestInterceptor {
+  constructor(private readonly metrics: ServiceMetrics) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'rpc') return next.handle();
+    const elapsed = ServiceMetrics.timer();
+    const method = grpcMethodOf(context);
+    let code = 'OK';
+    return next.handle().pipe(
+      catchError((error: unknown) => {
+        code = grpcCodeOf(error);
+        return throwError(() => error);
+      }),
+      finalize(() => this.metrics.grpcCall(method, code, elapsed())),
+    );
+  }
+}
+
+/** Serves `GET /metrics` (and nothing else) on `host:port`; resolves once listening. */
+export const serveMetrics = async (
+  registry: MetricsRegistry,
+  host: string,
+  port: number,
+): Promise<Server> => {
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '').split('?')[0];
+    if (request.method !== 'GET' || path !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics failed\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+};
