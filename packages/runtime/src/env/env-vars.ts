@@ -140,12 +140,6 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: "serve GET /metrics (Prometheus) on this port, on GRPC_HOST; unset: none (the gateway's /metrics on PORT shows its own; the dev mode's shows all five)",
   },
   {
-    name: 'METRICS_PORT',
-    kind: { type: 'port' },
-    readers: 'all',
-    doc: "serve GET /metrics (Prometheus) on this port, on GRPC_HOST; unset: none (the gateway's /metrics on PORT shows its own; the dev mode's shows all five)",
-  },
-  {
     name: 'KEEL_MASTER_KEY',
     kind: { type: 'base64-bytes', bytes: 32 },
     readers: ['agent', 'tools'],
