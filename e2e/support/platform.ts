@@ -49,9 +49,9 @@ export const startPricing = (env: Record<string, string>, port: number, name = '
 export const startAudit = (env: Record<string, string>, port: number, name = 'audit') =>
   startService('audit', env, port, name);
 
-/** Starts a tools service process. */
-export const startTools = async (env: Record<string, string>): Promise<ProcessHandle> =>
-  startService('tools', env, await freePort(), 'tools');
+/** Starts a tools service process (its gRPC serves health only: on `port`, else any free one). */
+export const startTools = async (env: Record<string, string>, port?: number): Promise<ProcessHandle> =>
+  startService('tools', env, port ?? (await freePort()), 'tools');
 
 /** Where a gateway process listens and what it talks to. */
 export interface GatewayPorts {
