@@ -5,10 +5,11 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { SERVICE_NAMES } from '@keel/runtime';
 import { freePort, repoRoot, startProcess } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findGrpcurl } from './support/grpcurl.js';
 import { startWebhookServer } from './support/webhook-server.js';
 
 interface TourBlock {
@@ -61,6 +62,7 @@ describe('the README tour', () => {
   let webhook: Awaited<ReturnType<typeof startWebhookServer>>;
   let banner: string;
   let dev: Awaited<ReturnType<typeof startProcess>>;
+  let gatewayGrpcPort = '';
 
   /** Runs one block with bash in the tour's directory, with the variables earlier blocks set. */
   const run = (code: string): Promise<{ stdout: string; stderr: string }> =>
@@ -94,6 +96,10 @@ describe('the README tour', () => {
     return stdout;
   };
 
+  /** The banner's copy-paste commands (the curls and the grpcurl), one line each as the reader pastes them. */
+  const bannerCommands = (): string[] =>
+    (banner.slice(banner.indexOf('CONV=$(')).split('\n\n')[0] ?? '').replace(/^ {2}/gm, '').split(/\n(?! )/);
+
   beforeAll(async () => {
     blocks = await tourBlocks();
     names = assignedNames(blocks);
@@ -113,6 +119,7 @@ describe('the README tour', () => {
       GOOGLE_API_KEY: '',
     };
     for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
+    gatewayGrpcPort = env.GATEWAY_GRPC_PORT ?? '';
     dev = await startProcess({
       name: 'npm-start',
       entry: 'services/gateway/src/dev.ts',
@@ -137,8 +144,10 @@ describe('the README tour', () => {
         .split('\n')
         .find((line) => line.trim().startsWith('export KEEL_URL='))
         ?.trim() ?? '';
-    const curl = banner.slice(banner.indexOf('CONV=$(')).split('\n\n')[0] ?? '';
-    const { stdout } = await run(`${exportLine}\n${curl.replace(/^ {2}/gm, '')}`);
+    const curl = bannerCommands()
+      .filter((line) => !line.startsWith('grpcurl '))
+      .join('\n');
+    const { stdout } = await run(`${exportLine}\n${curl}`);
     const frames = framesOf(stdout);
     expect(frames.map((frame) => frame.event)).toEqual(
       expect.arrayContaining([
@@ -155,6 +164,27 @@ describe('the README tour', () => {
       result: { result: 42 },
     });
     expect(frames.at(-1)?.event).toBe('turn.completed');
+  });
+
+  it("npm start prints the gateway's gRPC address and a grpcurl line that lists the conversation", async () => {
+    const grpcPort = /^ {2}gRPC {10}127\.0\.0\.1:(\d+) /m.exec(banner)?.[1];
+    expect(grpcPort).toBe(gatewayGrpcPort);
+    const exportLine =
+      banner
+        .split('\n')
+        .find((line) => line.trim().startsWith('export KEEL_URL='))
+        ?.trim() ?? '';
+    const grpcurlLine = bannerCommands().find((line) => line.startsWith('grpcurl ')) ?? '';
+    expect(grpcurlLine).toContain('keel.conversations.v1.ConversationService/ListConversations');
+    // grpcurl as the reader has it: on PATH (e2e/support/grpcurl.ts finds it, or fails saying how to install it).
+    const bin = await findGrpcurl();
+    const { stdout, stderr } = await run(
+      `${exportLine}\nPATH=${shellQuote(dirname(bin))}:$PATH\n${grpcurlLine}`,
+    );
+    expect(stderr).toBe('');
+    // The conversation the banner's curl created, found through reflection alone.
+    const listed = JSON.parse(stdout) as { data?: Array<{ agentId: string; status: string }> };
+    expect(listed.data?.map((conversation) => conversation.agentId)).toEqual(['demo']);
   });
 
   it("the tour's first blocks are the banner's export line and a webhook URL", async () => {

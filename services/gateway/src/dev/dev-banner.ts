@@ -1,9 +1,15 @@
+import {
+  CONVERSATION_SERVICE_NAME,
+  KEEL_CONVERSATIONS_V1_PACKAGE_NAME,
+} from '@keel/proto/keel/conversations/v1/conversations';
 import type { DevKey } from './dev-key.js';
 import type { DevSetup } from './dev-setup.js';
 
 /** What the dev mode prints once it is ready. */
 export interface DevBannerInput {
   url: string;
+  /** The gateway's gRPC address as a client dials it (`127.0.0.1:50051`). */
+  grpcAddress: string;
   store: string;
   bus: string;
   readyMs: number;
@@ -36,11 +42,14 @@ export const devBanner = (input: DevBannerInput): string => {
     `  -H 'Content-Type: application/json' -d '{"agentId":"${setup.agentId}"}' | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
     `curl -N "$KEEL_URL/v1/conversations/$CONV/messages" -H "Authorization: Bearer $KEEL_KEY" \\`,
     `  -H 'Content-Type: application/json' -H 'Accept: text/event-stream' -d '{"content":"What is 6*7?"}'`,
+    // Server reflection describes every service: grpcurl needs no .proto files.
+    `grpcurl -plaintext -H "authorization: Bearer $KEEL_KEY" ${input.grpcAddress} ${KEEL_CONVERSATIONS_V1_PACKAGE_NAME}.${CONVERSATION_SERVICE_NAME}/ListConversations`,
   ];
   return [
     '',
     `Keel dev mode ready in ${(input.readyMs / 1000).toFixed(1)} s (store: ${input.store}, bus: ${input.bus})`,
     `  base URL      ${url}`,
+    `  gRPC          ${input.grpcAddress}  (with server reflection: grpcurl list, describe and call it)`,
     `  operator key  ${input.operatorKey}${input.operatorKeyMadeUp ? '  (KEEL_OPERATOR_KEY unset: made up for this run)' : ''}`,
     `  dev tenant    ${setup.tenantId}, admin key ${input.devKey.key}`,
     `                (${KEY_NOTES[input.devKey.origin]})`,

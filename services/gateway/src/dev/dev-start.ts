@@ -86,6 +86,8 @@ export async function announceDevMode(options: {
     process.stderr.write(
       devBanner({
         url: gateway.httpUrl,
+        // A wildcard listen address is dialled on loopback.
+        grpcAddress: gateway.grpcAddress.replace(/^(0\.0\.0\.0|\[::\]):/, '127.0.0.1:'),
         store: infrastructure.kinds.store,
         bus: infrastructure.kinds.bus,
         readyMs: Date.now() - options.startedAt,
