@@ -112,6 +112,17 @@ describe('deploy/ (Kubernetes, kustomize)', () => {
           expect(check.grpc.port, `${service} ${probe}`).toBe(DEFAULT_GRPC_PORTS[service]);
         }
       }
+      // Metrics: the gateway's on its HTTP port, every other service's on METRICS_PORT, named `metrics`.
+      const scrape = deployment.spec.template.metadata.annotations as Record<string, string>;
+      expect(scrape['prometheus.io/scrape']).toBe('true');
+      expect(scrape['prometheus.io/path']).toBe('/metrics');
+      if (service === 'gateway') {
+        expect(scrape['prometheus.io/port']).toBe(String(httpPort));
+      } else {
+        expect(env.get('METRICS_PORT')).toBe(scrape['prometheus.io/port']);
+        expect(ports.get('metrics')).toBe(Number(scrape['prometheus.io/port']));
+        expect(compose.services[service].environment.METRICS_PORT).toBe(env.get('METRICS_PORT'));
+      }
       if (service === 'gateway') {
         expect(container.readinessProbe.httpGet.path).toBe('/readyz');
         expect(container.livenessProbe.httpGet.path).toBe('/healthz');
