@@ -14,6 +14,7 @@ import {
   uniqueName,
 } from '@keel/testkit';
 import { SERVICE_NAMES } from '@keel/runtime';
+import { healthCheck } from '@keel/runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayRequest, jsonOf, openTurnStream } from './support/http.js';
 import {
@@ -70,6 +71,7 @@ describe('metrics of separate processes, scraped before and after one tool turn'
   let fake: FakeOpenAI;
   let processes: ProcessHandle[] = [];
   let base: string;
+  let agentAddress: string;
   const urls: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -97,6 +99,7 @@ describe('metrics of separate processes, scraped before and after one tool turn'
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
     base = `http://127.0.0.1:${httpPort}`;
+    agentAddress = `127.0.0.1:${agentPort}`;
     urls.gateway = `${base}/metrics`;
     for (const [service, port] of Object.entries(metricsPorts))
       urls[service] = `http://127.0.0.1:${port}/metrics`;
@@ -159,11 +162,8 @@ describe('metrics of separate processes, scraped before and after one tool turn'
     stream.close();
     expect(frames.at(-1)?.event).toBe('turn.completed');
     expect(frames.find((f) => f.event === 'tool.result')?.data).toMatchObject({ ok: true });
-    const usage = frames
-      .filter((f) => f.event === 'usage')
-      .map((f) => f.data as { model: string; costUsd: number | null });
+    const usage = frames.filter((f) => f.event === 'usage').map((f) => f.data as { costUsd: number | null });
     expect(usage).toHaveLength(2);
-    const usedModel = usage[0]!.model;
     const costUsd = usage.reduce((sum, u) => sum + (u.costUsd ?? 0), 0);
     expect(costUsd).toBeGreaterThan(0);
 
@@ -223,10 +223,10 @@ describe('metrics of separate processes, scraped before and after one tool turn'
     expect(delta('agent', 'keel_turns_finished_total', { outcome: 'failed' })).toBe(0);
     expect(delta('agent', 'keel_turn_time_to_first_token_seconds_count', { model: MODEL })).toBe(1);
     expect(delta('agent', 'keel_model_call_duration_seconds_count', { model: MODEL, outcome: 'ok' })).toBe(2);
-    const tokens = (kind: string) => delta('agent', 'keel_model_tokens_total', { model: usedModel, kind });
+    const tokens = (kind: string) => delta('agent', 'keel_model_tokens_total', { model: MODEL, kind });
     expect(tokens('prompt')).toBe(CALL_USAGE.promptTokens + ANSWER_USAGE.promptTokens);
     expect(tokens('completion')).toBe(CALL_USAGE.completionTokens + ANSWER_USAGE.completionTokens);
-    expect(delta('agent', 'keel_model_cost_usd_total', { model: usedModel })).toBeCloseTo(costUsd, 9);
+    expect(delta('agent', 'keel_model_cost_usd_total', { model: MODEL })).toBeCloseTo(costUsd, 9);
     // Its store appends and its consumers.
     expect(
       delta('agent', 'keel_event_store_append_duration_seconds_count', { outcome: 'ok' }),
@@ -251,6 +251,19 @@ describe('metrics of separate processes, scraped before and after one tool turn'
     expect(
       delta('tools', 'keel_consumer_deliveries_total', { consumer: 'tools', outcome: 'handled' }),
     ).toBeGreaterThan(0);
+
+    // Calls no controller answers are timed too: health, and one refused with its code.
+    expect(await healthCheck(agentAddress, 'agent')).toBe('SERVING');
+    await expect(healthCheck(agentAddress, 'no.such.Service')).rejects.toThrow(/NOT_FOUND/);
+    const health = (await scrape(urls.agent!)).samples;
+    const checks = (code: string) =>
+      total(health, 'keel_grpc_server_duration_seconds_count', {
+        service: 'agent',
+        method: '/grpc.health.v1.Health/Check',
+        code,
+      });
+    expect(checks('OK')).toBeGreaterThanOrEqual(1);
+    expect(checks('NOT_FOUND')).toBe(1);
 
     // Pricing: the agent priced both calls over gRPC.
     expect(

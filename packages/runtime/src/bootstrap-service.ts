@@ -13,7 +13,7 @@ import type { Infrastructure } from './infrastructure.js';
 import { createInfrastructure } from './infrastructure.js';
 import type { KeelLogger } from './logger.js';
 import { createLogger } from './logger.js';
-import { meterHttp, meteredInfrastructure, serveMetrics } from './metered-edges.js';
+import { grpcMetricsInterceptor, meterHttp, meteredInfrastructure, serveMetrics } from './metered-edges.js';
 import type { HookableHttp } from './metered-edges.js';
 import type { MetricsRegistry } from './metrics.js';
 import { ServiceMetrics, createMetricsRegistry, processMetrics } from './metrics.js';
@@ -93,6 +93,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
   const serviceInfra = meteredInfrastructure(infra, serviceMetrics);
 
   let grpcServer: Server | undefined;
+  type GrpcChannelOptions = NonNullable<GrpcOptions['options']['channelOptions']>;
   const grpcOptions: GrpcOptions = {
     transport: Transport.GRPC,
     options: {
@@ -100,6 +101,8 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
       package: serving.packages,
       packageDefinition: serving.definition,
       gracefulShutdown: true,
+      // Every call the server answers is timed, by method and status code.
+      channelOptions: { interceptors: [grpcMetricsInterceptor(serviceMetrics)] } as GrpcChannelOptions,
       onLoadPackageDefinition: (_definition: unknown, server: Server) => {
         grpcServer = server;
         addHealthAndReflection(server, serving, health);

@@ -24,7 +24,7 @@ export type { KeelLogger, LogContext } from './logger.js';
 export { ServiceMetrics, createMetrics, createMetricsRegistry, processMetrics } from './metrics.js';
 export type { MetricsRegistry, ModelCallOutcome, TokenUsage, TurnOutcome } from './metrics.js';
 export {
-  GrpcMetricsInterceptor,
+  grpcMetricsInterceptor,
   meterHttp,
   meteredBus,
   meteredInfrastructure,

@@ -1,15 +1,11 @@
 // Where the runtime measures a service's work: its HTTP requests (Fastify), its gRPC calls (a
-// Nest interceptor), its event store appends and its consumers' deliveries (wrappers around the
+// grpc-js server interceptor), its event store appends and its consumers' deliveries (wrappers around the
 // infrastructure it is given), and the `/metrics` port of a service without HTTP.
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { ServerInterceptor } from '@grpc/grpc-js';
+import { status as GrpcStatus, ServerInterceptingCall } from '@grpc/grpc-js';
 import type { ConsumerOptions, EventBus, EventHandler, EventStore } from '@keel/core';
-import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
-import { RpcException } from '@nestjs/microservices';
-import type { Observable } from 'rxjs';
-import { catchError, finalize, throwError } from 'rxjs';
-import { grpcStatusOf } from './grpc-status.js';
 import type { Infrastructure } from './infrastructure.js';
 import type { MetricsRegistry } from './metrics.js';
 import { ServiceMetrics } from './metrics.js';
@@ -106,43 +102,28 @@ export const meterHttp = (http: HookableHttp, metrics: ServiceMetrics): void => 
   });
 };
 
-/** The gRPC status name of what a handler threw. */
-const grpcCodeOf = (error: unknown): string => {
-  let code: number | undefined;
-  if (error instanceof RpcException) {
-    const raw = error.getError();
-    if (typeof raw === 'object' && raw !== null && typeof (raw as { code?: unknown }).code === 'number')
-      code = (raw as { code: number }).code;
-  }
-  code ??= grpcStatusOf(error).code;
-  return GrpcStatus[code] ?? String(code);
-};
-
-/** The full method name (`/keel.agent.v1.AgentService/SendMessage`) of a Nest gRPC call. */
-const grpcMethodOf = (context: ExecutionContext): string => {
-  const call = context.getArgByIndex<{ getPath?: () => string } | undefined>(2);
-  const path = typeof call?.getPath === 'function' ? call.getPath() : undefined;
-  return path ?? `${context.getClass().name}/${context.getHandler().name}`;
-};
-
-/** Times every gRPC call a Nest controller serves, by method and status code. */
-export class GrpcMetricsInterceptor implements NestInterceptor {
-  constructor(private readonly metrics: ServiceMetrics) {}
-
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'rpc') return next.handle();
+/**
+ * A grpc-js server interceptor timing every call the server answers (health, reflection and
+ * calls refused by a guard included) by full method name and the status code sent.
+ */
+export const grpcMetricsInterceptor =
+  (metrics: ServiceMetrics): ServerInterceptor =>
+  (method, call) => {
     const elapsed = ServiceMetrics.timer();
-    const method = grpcMethodOf(context);
-    let code = 'OK';
-    return next.handle().pipe(
-      catchError((error: unknown) => {
-        code = grpcCodeOf(error);
-        return throwError(() => error);
-      }),
-      finalize(() => this.metrics.grpcCall(method, code, elapsed())),
-    );
-  }
-}
+    let recorded = false;
+    const record = (code: number): void => {
+      if (recorded) return;
+      recorded = true;
+      metrics.grpcCall(method.path, GrpcStatus[code] ?? String(code), elapsed());
+    };
+    return new ServerInterceptingCall(call, {
+      start: (next) => next({ onCancel: () => record(GrpcStatus.CANCELLED) }),
+      sendStatus: (status, next) => {
+        record(status.code ?? GrpcStatus.UNKNOWN);
+        next(status);
+      },
+    });
+  };
 
 /** Serves `GET /metrics` (and nothing else) on `host:port`; resolves once listening. */
 export const serveMetrics = async (

@@ -248,6 +248,10 @@ export function processMetrics(registry: MetricsRegistry, owner: string, relay: 
   });
 }
 
+/** Longest label value kept (a model name); longer ones are cut. */
+const MAX_LABEL_CHARS = 100;
+const label = (value: string): string => value.slice(0, MAX_LABEL_CHARS);
+
 const seconds = (startedAt: bigint): number => Number(process.hrtime.bigint() - startedAt) / 1e9;
 
 /**
@@ -303,16 +307,17 @@ export class ServiceMetrics {
   }
 
   firstToken(model: string, elapsed: number): void {
-    this.#i.timeToFirstToken.observe({ service: this.service, model }, elapsed);
+    this.#i.timeToFirstToken.observe({ service: this.service, model: label(model) }, elapsed);
   }
 
   modelCall(model: string, outcome: ModelCallOutcome, elapsed: number): void {
-    this.#i.modelDuration.observe({ service: this.service, model, outcome }, elapsed);
+    this.#i.modelDuration.observe({ service: this.service, model: label(model), outcome }, elapsed);
   }
 
   /** A recorded model call's tokens and cost (null: unpriced). */
-  modelUsage(model: string, usage: TokenUsage, costUsd: number | null): void {
+  modelUsage(agentModel: string, usage: TokenUsage, costUsd: number | null): void {
     const { service } = this;
+    const model = label(agentModel);
     const kinds: [string, number | undefined][] = [
       ['prompt', usage.promptTokens],
       ['completion', usage.completionTokens],

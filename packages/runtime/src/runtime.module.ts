@@ -3,8 +3,6 @@ import { Module } from '@nestjs/common';
 import type { KeelConfig } from './config.js';
 import type { Infrastructure } from './infrastructure.js';
 import type { KeelLogger } from './logger.js';
-import { APP_INTERCEPTOR } from '@nestjs/core';
-import { GrpcMetricsInterceptor } from './metered-edges.js';
 import type { MetricsRegistry, ServiceMetrics } from './metrics.js';
 import { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS, KEEL_SERVICE_METRICS } from './tokens.js';
 
@@ -15,13 +13,13 @@ export interface RuntimeProviders {
   infra: Infrastructure;
   /** The registry `/metrics` renders (the whole process's). */
   metrics: MetricsRegistry;
-  /** This service's instruments; when given, its gRPC calls are timed. */
+  /** This service's instruments (`KEEL_SERVICE_METRICS`). */
   serviceMetrics?: ServiceMetrics;
 }
 
 /**
  * A global module providing `KEEL_CONFIG`, `KEEL_LOGGER`, `KEEL_INFRA`, `KEEL_METRICS` and
- * `KEEL_SERVICE_METRICS` to every module, and timing the service's gRPC calls.
+ * `KEEL_SERVICE_METRICS` to every module.
  */
 @Module({})
 export class KeelRuntimeModule {
@@ -36,9 +34,6 @@ export class KeelRuntimeModule {
         { provide: KEEL_INFRA, useValue: providers.infra },
         { provide: KEEL_METRICS, useValue: providers.metrics },
         { provide: KEEL_SERVICE_METRICS, useValue: providers.serviceMetrics },
-        ...(providers.serviceMetrics
-          ? [{ provide: APP_INTERCEPTOR, useValue: new GrpcMetricsInterceptor(providers.serviceMetrics) }]
-          : []),
       ],
       exports: [KEEL_CONFIG, KEEL_LOGGER, KEEL_INFRA, KEEL_METRICS, KEEL_SERVICE_METRICS],
     };

@@ -310,7 +310,9 @@ export class TurnWorker {
       throw error;
     }
     logger.info({ ...log, toolCalls: calls.length, model: output.model }, 'model step recorded');
-    this.metrics.modelUsage(output.model, output.usage, priced.costUsd);
+    // Labelled with the agent's model, as the call's latency is: a provider's own name for it
+    // (`output.model`, dated versions) is not a label an operator chose, nor a bounded one.
+    this.metrics.modelUsage(model, output.usage, priced.costUsd);
     bus.ephemeral.publish(
       { kind: 'deltas', tenantId, conversationId },
       {
