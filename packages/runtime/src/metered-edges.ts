@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import type { ServerInterceptor } from '@grpc/grpc-js';
 import { status as GrpcStatus, ServerInterceptingCall } from '@grpc/grpc-js';
 import type { ConsumerOptions, EventBus, EventHandler, EventStore } from '@keel/core';
+import { ConfigError } from './config-error.js';
 import type { Infrastructure } from './infrastructure.js';
 import type { MetricsRegistry } from './metrics.js';
 import { ServiceMetrics } from './metrics.js';
@@ -125,7 +126,10 @@ export const grpcMetricsInterceptor =
     });
   };
 
-/** Serves `GET /metrics` (and nothing else) on `host:port`; resolves once listening. */
+/**
+ * Serves `GET /metrics` (and nothing else) on `host:port` (`METRICS_PORT`); resolves once
+ * listening. A port in use is a ConfigError naming the variable.
+ */
 export const serveMetrics = async (
   registry: MetricsRegistry,
   host: string,
@@ -143,9 +147,15 @@ export const serveMetrics = async (
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (error: NodeJS.ErrnoException): void =>
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new ConfigError('METRICS_PORT', `${port} is in use on ${host}: choose a free port`)
+          : error,
+      );
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });

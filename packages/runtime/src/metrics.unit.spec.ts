@@ -1,4 +1,6 @@
 import { EventEmitter } from 'node:events';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import {
   InMemoryCheckpointStore,
   InMemoryEventBus,
@@ -9,7 +11,7 @@ import {
 import { eventuallyTrue } from '@keel/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { HookableHttp } from './metered-edges.js';
-import { meterHttp, meteredBus, meteredStore } from './metered-edges.js';
+import { meterHttp, meteredBus, meteredStore, serveMetrics } from './metered-edges.js';
 import { ServiceMetrics, createMetricsRegistry, processMetrics } from './metrics.js';
 
 /** The value of one sample in the registry's text, or undefined when the series is absent. */
@@ -192,5 +194,33 @@ describe('metrics', () => {
     expect(await sample(registry, 'keel_outbox_lag_seconds', { service: 'dev' })).toBe(0);
     expect(await sample(registry, 'process_cpu_user_seconds_total', { service: 'dev' })).toBeGreaterThan(0);
     await relay.stop();
+  });
+
+  it('serves GET /metrics alone on METRICS_PORT, and names the variable when the port is taken', async () => {
+    const registry = createMetricsRegistry();
+    new ServiceMetrics(registry, 'tools').toolCall('builtin', 'ok', 0.01);
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    await expect(serveMetrics(registry, '127.0.0.1', port)).rejects.toThrow(
+      `METRICS_PORT ${port} is in use on 127.0.0.1: choose a free port`,
+    );
+    await new Promise<void>((resolve) => taken.close(() => resolve()));
+
+    const server = await serveMetrics(registry, '127.0.0.1', 0);
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const metrics = await fetch(`${base}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(metrics.headers.get('content-type')).toBe(registry.contentType);
+      expect(await metrics.text()).toContain(
+        'keel_tool_call_duration_seconds_count{service="tools",kind="builtin",outcome="ok"} 1',
+      );
+      expect((await fetch(`${base}/`)).status).toBe(404);
+      expect((await fetch(`${base}/metrics`, { method: 'POST' })).status).toBe(404);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
