@@ -183,6 +183,53 @@ export const describeEventBusContract = (
       expect(c.attemptsOf(e1.eventId)).toHaveLength(3);
     });
 
+    it('tells the observer each delivery’s outcome, and counts a consumer’s pending events', async () => {
+      const tenant = unique('t');
+      const [e1, e2, e3] = [
+        event(tenant, 'order-a', 1),
+        event(tenant, 'order-a', 2),
+        event(tenant, 'order-a', 3),
+      ];
+      const name = unique('pend');
+      const reports: Array<{ outcome: string; deliveryCount: number; eventId?: string }> = [];
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let seen = 0;
+      const consumer = await bus.consume(
+        {
+          name,
+          maxDeliver: 2,
+          ackWaitMs: 2_000,
+          backoffMs: [50],
+          observe: (report) => {
+            expect(report.consumer).toBe(name);
+            expect(report.seconds).toBeGreaterThanOrEqual(0);
+            reports.push({ outcome: report.outcome, deliveryCount: report.deliveryCount });
+          },
+        },
+        async ({ event: e }) => {
+          seen++;
+          if (e.eventId === e1.eventId) throw new Error('boom');
+          if (e.eventId === e2.eventId) await held;
+        },
+      );
+      expect(await bus.pending?.(unique('unknown'))).toBeUndefined();
+      await bus.publish([e1, e2, e3]);
+      // e1 fails twice (dead-lettered), then e2 is held in flight with e3 behind it: 2 pending.
+      await vi.waitFor(() => expect(seen).toBe(3), WAIT);
+      await vi.waitFor(async () => expect(await bus.pending?.(name)).toBe(2), WAIT);
+      release();
+      await vi.waitFor(async () => expect(await bus.pending?.(name)).toBe(0), WAIT);
+      await vi.waitFor(() => expect(reports).toHaveLength(4), WAIT);
+      expect(reports).toEqual([
+        { outcome: 'retry', deliveryCount: 1 },
+        { outcome: 'dead-lettered', deliveryCount: 2 },
+        { outcome: 'handled', deliveryCount: 1 },
+        { outcome: 'handled', deliveryCount: 1 },
+      ]);
+      await consumer.stop();
+    });
+
     it('replays a dead letter to its own consumer only and marks it replayed', async () => {
       const tenant = unique('t');
       const [e1, e2, e3] = [
