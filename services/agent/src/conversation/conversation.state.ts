@@ -58,6 +58,8 @@ export interface Conversation {
   status: 'new' | 'idle' | 'running' | 'awaiting_approval' | 'failed';
   createdAt: string;
   title?: string;
+  /** The string metadata given at creation. */
+  metadata?: Record<string, string>;
   messages: ConversationMessage[];
   turn?: CurrentTurn;
   /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
@@ -166,7 +168,7 @@ const updateCall = (turn: CurrentTurn, toolCallId: string, change: Partial<TurnT
 const evolveEvent = (state: Conversation, event: ConversationEvent): Conversation => {
   switch (event.type) {
     case 'ConversationCreated': {
-      const { conversationId, agentId, title, createdAt } = event.data;
+      const { conversationId, agentId, title, metadata, createdAt } = event.data;
       return {
         ...state,
         id: conversationId,
@@ -174,6 +176,7 @@ const evolveEvent = (state: Conversation, event: ConversationEvent): Conversatio
         createdAt,
         status: 'idle',
         ...(title ? { title } : {}),
+        ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
       };
     }
     case 'UserMessageAdded': {

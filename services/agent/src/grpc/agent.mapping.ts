@@ -58,12 +58,11 @@ export const summaryMessage = (listed: ListedConversation): ConversationSummary 
 export const conversationMessage = (view: ConversationView): ConversationMessage => ({
   id: view.id,
   agentId: view.agentId,
-  // The runtime's view does not carry the title and metadata given at creation yet.
-  title: '',
+  title: view.title ?? '',
   status: STATUS[view.status],
   version: view.version,
   createdAt: view.createdAt,
-  metadata: {},
+  metadata: { ...view.metadata },
   messages: view.messages.map((m): Message => ({
     id: m.id,
     role: ROLE[m.role],

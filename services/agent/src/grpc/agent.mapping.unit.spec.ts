@@ -210,6 +210,24 @@ describe('conversationMessage', () => {
   });
 });
 
+describe('conversationMessage with what creation gave', () => {
+  it('carries the title and metadata of the view', () => {
+    const message = conversationMessage({
+      id: 'c1',
+      agentId: 'helper',
+      status: 'idle',
+      version: 1,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      title: 'Weather',
+      metadata: { ticket: 'T-1' },
+      messages: [],
+      pendingApprovals: [],
+      usage: { promptTokens: 0, completionTokens: 0, costUsd: 0 },
+    });
+    expect(message).toMatchObject({ title: 'Weather', metadata: { ticket: 'T-1' } });
+  });
+});
+
 describe('AjvToolCatalog', () => {
   const catalog = new AjvToolCatalog();
 

@@ -20,6 +20,10 @@ export interface ConversationView {
   status: 'idle' | 'running' | 'awaiting_approval' | 'failed';
   version: number;
   createdAt: string;
+  /** The title given at creation, if any. */
+  title?: string;
+  /** The metadata given at creation, if any. */
+  metadata?: Record<string, string>;
   messages: Conversation['messages'];
   pendingApprovals: Array<{
     approvalId: string;
@@ -96,7 +100,8 @@ export class ConversationService {
     // Remembers the conversations this process works on: a load reads only the newer events.
     this.handler = new CachingCommandHandler(store, conversationDecider, {
       // v3: the state counts its version and keeps the accepted requests (v2 snapshots lack them).
-      snapshot: { name: 'conversation-v3', every: SNAPSHOT_EVERY },
+      // v4: the state keeps the metadata given at creation (v3 snapshots lack it).
+      snapshot: { name: 'conversation-v4', every: SNAPSHOT_EVERY },
     });
   }
 
@@ -244,6 +249,8 @@ export class ConversationService {
       status: state.status,
       version,
       createdAt: state.createdAt,
+      ...(state.title ? { title: state.title } : {}),
+      ...(state.metadata ? { metadata: state.metadata } : {}),
       messages: state.messages,
       pendingApprovals: state.pendingApprovals.map(({ approvalId, toolCallId, tool, args, requestedAt }) => ({
         approvalId,

@@ -57,6 +57,10 @@ export interface ConversationView {
   status: string;
   version: number;
   createdAt: string;
+  /** Given at creation; absent when none was. */
+  title?: string;
+  /** Given at creation; absent when none was. */
+  metadata?: Record<string, string>;
   messages: Array<{
     id: string;
     role: string;
@@ -118,6 +122,10 @@ export const conversationView = (conversation: ConversationMessage): Conversatio
   status: wordOf(conversation.status, 'CONVERSATION_STATUS_'),
   version: Number(conversation.version),
   createdAt: conversation.createdAt,
+  ...(conversation.title ? { title: conversation.title } : {}),
+  ...(conversation.metadata && Object.keys(conversation.metadata).length > 0
+    ? { metadata: { ...conversation.metadata } }
+    : {}),
   messages: (conversation.messages ?? []).map((message) => ({
     id: message.id,
     role: wordOf(message.role, 'MESSAGE_ROLE_'),

@@ -52,6 +52,23 @@ describe('conversation bodies and views', () => {
     });
   });
 
+  it('shows the title and metadata given at creation, and leaves out empty ones', () => {
+    const base = {
+      id: 'c1',
+      agentId: 'support',
+      status: 'CONVERSATION_STATUS_IDLE',
+      version: 1,
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+    expect(conversationView({ ...base, title: 'Refund', metadata: { ticket: 'T-1' } })).toMatchObject({
+      title: 'Refund',
+      metadata: { ticket: 'T-1' },
+    });
+    const bare = conversationView({ ...base, title: '', metadata: {} });
+    expect(bare).not.toHaveProperty('title');
+    expect(bare).not.toHaveProperty('metadata');
+  });
+
   it('maps the bodies to the proto enums and refuses bad ones naming the field', () => {
     expect(parseSendMessage({ content: 'hi', ifBusy: 'enqueue' })).toEqual({
       content: 'hi',
