@@ -1,12 +1,66 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { checkJsonTree, decodeUtf8Body } from './json-body.js';
 import { BodyDeferringFastifyAdapter, refuseOtherContentTypes } from './deferred-body.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
+import { RouteTable } from './route-table.js';
 
 /** Largest request body the gateway reads (API.md: over it, 413 `payload_too_large`). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** Longest path parameter (ids are at most 64 characters); over it, 414 problem+json. */
+export const MAX_PARAM_LENGTH = 256;
+
+/** Longest path a 404's detail repeats; a longer one is cut (the detail stays short). */
+const SHOWN_PATH_LENGTH = 100;
+
+/** The problem+json body of an answer the gateway writes itself, before Nest's filter can. */
+const problemBody = (status: number, detail: string): string =>
+  JSON.stringify({
+    type: 'about:blank',
+    title: STATUS_CODES[status] ?? 'Error',
+    status,
+    detail,
+    code: status === 404 ? 'not_found' : 'invalid_request',
+  });
+
+const sendProblem = (reply: FastifyReply, requestId: string, status: number, detail: string): void => {
+  void reply
+    .code(status)
+    .header('content-type', 'application/problem+json; charset=utf-8')
+    .header(REQUEST_ID_HEADER, requestId)
+    .send(problemBody(status, detail));
+};
+
+/**
+ * The gateway's adapter: a path no route serves is 404, but a path served with other methods is
+ * 405 with `Allow` (Nest's own handler answers 404 for both and repeats the whole URL).
+ */
+class GatewayFastifyAdapter extends BodyDeferringFastifyAdapter {
+  readonly routes = new RouteTable();
+
+  // Nest's handler is replaced, not wrapped: it would repeat the URL in its detail.
+  override setNotFoundHandler(): ReturnType<FastifyAdapter['setNotFoundHandler']> {
+    return this.getInstance().setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?', 1)[0] ?? '';
+      const allowed = this.routes.methodsOf(path);
+      if (allowed.length > 0) {
+        void reply.header('allow', allowed.join(', '));
+        sendProblem(
+          reply,
+          request.id,
+          405,
+          `${request.method} is not allowed here (Allow: ${allowed.join(', ')})`,
+        );
+        return;
+      }
+      const shown = path.length > SHOWN_PATH_LENGTH ? `${path.slice(0, SHOWN_PATH_LENGTH)}…` : path;
+      sendProblem(reply, request.id, 404, `Cannot ${request.method} ${shown}`);
+    });
+  }
+}
 
 /**
  * The gateway's Fastify adapter: a 1 MiB body limit, and the request id taken from
@@ -15,16 +69,23 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  * after authentication (deferred-body.ts).
  */
 export const createGatewayHttpAdapter = (): FastifyAdapter => {
-  const adapter = new BodyDeferringFastifyAdapter({
+  const adapter = new GatewayFastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: requestIdOf,
     frameworkErrors: answerUnroutableUrl,
+    clientErrorHandler: answerMalformedRequest,
+    // `/v1/agents/` is `/v1/agents`.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
   });
-  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+  const instance = adapter.getInstance();
+  instance.addHook('onRoute', (route) => adapter.routes.add(route.method, route.url));
+  instance.addHook('onRequest', (request, reply, done) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });
+  // Fastify reads `text/plain` bodies as strings: they get the 415 of every non-JSON body instead.
+  instance.removeContentTypeParser('text/plain');
   useCheckedJsonBodies(adapter);
   refuseOtherContentTypes(adapter, BODY_LIMIT_BYTES);
   closeQuietConnectionsOnClose(adapter);
@@ -32,26 +93,55 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
 };
 
 /**
- * Errors Fastify meets before routing (a path whose percent-encoding is not UTF-8, `%FF` or an
- * encoded lone surrogate `%ED%A0%80`) are problems like every other answer: 400 naming the path.
+ * Errors Fastify meets before routing are problems like every other answer, and never repeat the
+ * URL: a path whose percent-encoding is not UTF-8 (`%FF`, an encoded lone surrogate `%ED%A0%80`)
+ * is 400 naming the path, a path parameter over `MAX_PARAM_LENGTH` is 414.
  */
 const answerUnroutableUrl = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    sendProblem(
+      reply,
+      request.id,
+      414,
+      `path: a path parameter is longer than ${MAX_PARAM_LENGTH} characters`,
+    );
+    return;
+  }
   const detail =
     error.code === 'FST_ERR_BAD_URL' ? 'path: is not valid UTF-8 percent-encoding' : 'path: cannot be routed';
-  void reply
-    .code(400)
-    .header('content-type', 'application/problem+json; charset=utf-8')
-    .header(REQUEST_ID_HEADER, request.id)
-    .send(
-      JSON.stringify({
-        type: 'about:blank',
-        title: 'Bad Request',
-        status: 400,
-        detail,
-        code: 'invalid_request',
-      }),
-    );
+  sendProblem(reply, request.id, 400, detail);
 };
+
+/** What Node's HTTP parser refuses, by its error code: status and detail. */
+const MALFORMED: Readonly<Record<string, [number, string]>> = {
+  HPE_HEADER_OVERFLOW: [431, 'the request line and headers are larger than the server reads (16 KiB)'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request was not received in time'],
+};
+
+/**
+ * A request Node's HTTP parser refuses before Fastify sees it (a URL or headers over 16 KiB, a
+ * malformed request line) gets problem+json too, with a request id of its own, never the URL;
+ * the connection is then closed, as Node does.
+ */
+function answerMalformedRequest(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, detail] = MALFORMED[error.code ?? ''] ?? [400, 'the request is not valid HTTP/1.1'];
+  const body = problemBody(status, detail);
+  if (socket.writable) {
+    socket.write(
+      [
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`,
+        'content-type: application/problem+json; charset=utf-8',
+        `content-length: ${Buffer.byteLength(body)}`,
+        `${REQUEST_ID_HEADER}: ${requestIdOf({ headers: {} })}`,
+        'connection: close',
+        '',
+        body,
+      ].join('\r\n'),
+    );
+  }
+  socket.destroy(error);
+}
 
 /**
  * At close, drops the connections with no request in flight. Node's `server.close()` closes idle

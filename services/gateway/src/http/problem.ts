@@ -61,7 +61,7 @@ const CODE_OF_STATUS: Readonly<Record<number, ProblemCode>> = {
   402: 'budget_exceeded',
   403: 'forbidden',
   404: 'not_found',
-  405: 'not_found',
+  405: 'invalid_request',
   409: 'conflict',
   413: 'payload_too_large',
   429: 'rate_limited',
