@@ -19,6 +19,7 @@ import type { MetricsRegistry } from './metrics.js';
 import { ServiceMetrics, createMetricsRegistry, processMetrics } from './metrics.js';
 import { KeelRuntimeModule, PinoNestLogger } from './runtime.module.js';
 import { exitOnSignal } from './shutdown.js';
+import { exitOnFatalError, portInUseError } from './startup-errors.js';
 
 /** What a service's composition root passes to `bootstrapService`. */
 export interface BootstrapOptions {
@@ -72,6 +73,8 @@ export interface RunningService {
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<RunningService> {
   const { service } = options;
+  // A process of its own: a setting it cannot start with is one line naming the variable.
+  if (options.handleSignals ?? true) exitOnFatalError();
   const config = options.config ?? loadConfig(service);
   const logger = options.logger ?? createLogger(service, { level: config.logLevel });
   const ownsInfra = options.infrastructure === undefined;
@@ -143,10 +146,12 @@ export async function bootstrapService(options: BootstrapOptions): Promise<Runni
       metricsServer = await serveMetrics(metrics, config.grpcHost, config.metricsPort);
     }
   } catch (error) {
-    logger.error({ err: error, grpcAddress: address }, 'startup failed');
+    const portTaken = portInUseError(error, config);
+    if (portTaken) logger.error({ variable: portTaken.variable }, `startup failed: ${portTaken.message}`);
+    else logger.error({ err: error, grpcAddress: address }, 'startup failed');
     await app?.close().catch(() => undefined);
     if (ownsInfra) await infra.close().catch(() => undefined);
-    throw error;
+    throw portTaken ?? error;
   }
   const started = app;
   health.setAll('SERVING');

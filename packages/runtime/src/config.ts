@@ -31,6 +31,8 @@ export interface KeelConfig {
   natsUrl: string | undefined;
   grpcHost: string;
   grpcPort: number;
+  /** The variable that chose `grpcPort` (`<SERVICE>_GRPC_PORT` or `GRPC_PORT`), for messages about it. */
+  grpcPortVariable: string;
   /** Gateway HTTP port. */
   httpPort: number;
   /** Gateway HTTP host (`HOST`, default 0.0.0.0). */
@@ -113,10 +115,14 @@ export function loadConfig(service: ServiceName, env: Env = process.env): KeelCo
   // Every variable of every service, and no unknown KEEL_* name (see env/env-vars.ts).
   checkEnv(env);
   const specificPort = `${service.toUpperCase()}_GRPC_PORT`;
-  const grpcPort =
+  // Unset, the gateway's port is still GRPC_PORT's to move; another service's, its own variable's.
+  const grpcPortVariable =
     read(env, specificPort) !== undefined
-      ? port(env, specificPort, DEFAULT_GRPC_PORTS[service])
-      : port(env, 'GRPC_PORT', DEFAULT_GRPC_PORTS[service]);
+      ? specificPort
+      : read(env, 'GRPC_PORT') !== undefined || service === 'gateway'
+        ? 'GRPC_PORT'
+        : specificPort;
+  const grpcPort = port(env, grpcPortVariable, DEFAULT_GRPC_PORTS[service]);
   const logLevel = (read(env, 'LOG_LEVEL')?.toLowerCase() ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(
@@ -130,6 +136,7 @@ export function loadConfig(service: ServiceName, env: Env = process.env): KeelCo
     natsUrl: url(env, 'NATS_URL', ['nats', 'tls', 'ws', 'wss'], true),
     grpcHost: matching(env, 'GRPC_HOST', HOST, '127.0.0.1', 'a host name or IP address'),
     grpcPort,
+    grpcPortVariable,
     httpPort: port(env, 'PORT', 8080),
     httpHost: matching(env, 'HOST', HOST, '0.0.0.0', 'a host name or IP address'),
     logLevel,

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       natsUrl: undefined,
       grpcHost: '127.0.0.1',
       grpcPort: 50051,
+      grpcPortVariable: 'GRPC_PORT',
       httpPort: 8080,
       httpHost: '0.0.0.0',
       logLevel: 'info',

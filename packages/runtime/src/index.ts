@@ -36,6 +36,7 @@ export type { ProbeResult, ReadinessReport } from './readiness.js';
 export { KeelRuntimeModule, PinoNestLogger } from './runtime.module.js';
 export type { RuntimeProviders } from './runtime.module.js';
 export { SHUTDOWN_SIGNALS, exitOnSignal } from './shutdown.js';
+export { exitOnFatalError, portInUseError } from './startup-errors.js';
 export { KEEL_CONFIG, KEEL_INFRA, KEEL_LOGGER, KEEL_METRICS, KEEL_SERVICE_METRICS } from './tokens.js';
 export { TrackingEventBus } from './tracking-bus.js';
 export { SecretBox } from './secrets/secret-box.js';

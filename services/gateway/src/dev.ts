@@ -10,6 +10,7 @@ import {
   createInfrastructure,
   createLogger,
   createMetricsRegistry,
+  exitOnFatalError,
   exitOnSignal,
   loadConfig,
   processMetrics,
@@ -47,6 +48,8 @@ const configFor = (service: ServiceName) =>
     service === 'gateway' ? process.env : { ...process.env, GRPC_PORT: undefined, METRICS_PORT: undefined },
   );
 
+// A setting the platform cannot start with (a port in use, a malformed variable) is one line naming it.
+exitOnFatalError();
 // One master key for the whole process: the agent seals secrets that the tools service opens.
 // Without KEEL_MASTER_KEY the dev mode makes one up, so sealed secrets do not survive a restart.
 process.env.KEEL_MASTER_KEY ??= SecretBox.generateKey();
