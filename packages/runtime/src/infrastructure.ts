@@ -42,6 +42,8 @@ export interface Infrastructure {
   /** Requests made with an `Idempotency-Key` (the gateway), shared by its instances on MongoDB. */
   readonly idempotency: IdempotencyStore;
   readonly kinds: InfrastructureKinds;
+  /** What the start found wrong but worked with (logged as warnings too), e.g. another store's stream. */
+  readonly warnings?: readonly string[];
   /** Whether the store and the bus answer now. */
   probe(timeoutMs?: number): Promise<ReadinessReport>;
   /** Drains consumers, flushes the outbox, closes the bus then the store; logs each step. Idempotent. */
@@ -108,6 +110,36 @@ const connectBus = async (
   return { bus, wakeups: bus.relayWakeups(RELAY_NAME) };
 };
 
+/**
+ * On MongoDB and NATS, the stream should hold this store's events only. One that holds another
+ * store's (two databases on one `KEEL_NATS_STREAM`, e.g. a dev restart on a fresh database) is
+ * warned about, not refused: consumers would see events whose streams this store does not have.
+ * The store's identity is a document in it; the stream's store is recorded in a KV bucket.
+ */
+const checkStreamOwner = async (
+  config: KeelConfig,
+  store: EventStore,
+  bus: EventBus,
+  logger: KeelLogger,
+): Promise<string | undefined> => {
+  if (config.mongodbUrl === undefined || config.natsUrl === undefined) return undefined;
+  const [mongo, nats] = await Promise.all([import('@keel/core/mongodb'), import('@keel/core/nats')]);
+  if (!(store instanceof mongo.MongoEventStore) || !(bus instanceof nats.NatsEventBus)) return undefined;
+  try {
+    const storeId = await mongo.storeIdentity(store.db);
+    const { stream, owner } = await bus.claimStreamFor(storeId);
+    if (owner === storeId) return undefined;
+    const warning =
+      `the JetStream stream ${stream} holds the events of another store (${owner}; this MONGODB_URL's ` +
+      `store is ${storeId}): set KEEL_NATS_STREAM and KEEL_SUBJECT_PREFIX to a stream of this store's own`;
+    logger.warn({ stream, storeId, streamStoreId: owner }, warning);
+    return warning;
+  } catch (error) {
+    logger.warn({ err: error }, 'could not check which store the event stream belongs to');
+    return undefined;
+  }
+};
+
 /** The outbox relay's checkpoint and lease name (one relay per log). */
 const RELAY_NAME = 'outbox';
 
@@ -133,6 +165,7 @@ export async function createInfrastructure(
     await storage.store.close().catch(() => undefined);
     throw error;
   }
+  const streamWarning = await checkStreamOwner(config, storage.store, rawBus, logger);
   const bus = new TrackingEventBus(rawBus);
   const { store, checkpoints, leases, idempotency } = storage;
   const relay = new OutboxRelay({
@@ -173,6 +206,7 @@ export async function createInfrastructure(
     leases,
     idempotency,
     kinds,
+    warnings: streamWarning === undefined ? [] : [streamWarning],
     probe: (timeoutMs) => probeReadiness(store, rawBus, timeoutMs),
     close: () => (closing ??= close()),
   };

@@ -14,7 +14,6 @@ import {
   exitOnSignal,
   loadConfig,
   processMetrics,
-  SecretBox,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
 import {
@@ -23,6 +22,7 @@ import {
   ensureDevOperatorKey,
   pointServicesAtEachOther,
 } from './dev/dev-start.js';
+import { devMasterKeyFile, ensureDevMasterKey } from './dev/dev-master-key.js';
 import { GatewayModule } from './gateway.module.js';
 import { GATEWAY_GRPC_SERVICES } from './grpc/grpc-services.js';
 import { createGatewayHttpAdapter } from './http/http-adapter.js';
@@ -51,8 +51,13 @@ const configFor = (service: ServiceName) =>
 // A setting the platform cannot start with (a port in use, a malformed variable) is one line naming it.
 exitOnFatalError();
 // One master key for the whole process: the agent seals secrets that the tools service opens.
-// Without KEEL_MASTER_KEY the dev mode makes one up, so sealed secrets do not survive a restart.
-process.env.KEEL_MASTER_KEY ??= SecretBox.generateKey();
+// Without KEEL_MASTER_KEY the dev mode makes one up; on a persisted store it is kept beside the
+// dev key (.keel/master-key), so that the secrets sealed with it still open after a restart.
+const masterKeyFile = devMasterKeyFile(process.env.KEEL_DEV_KEY_FILE?.trim() || undefined);
+const masterKey = await ensureDevMasterKey({
+  persisted: configFor('gateway').mongodbUrl !== undefined,
+  file: masterKeyFile,
+});
 // The dev mode prints keys: it listens on loopback only unless HOST says otherwise.
 process.env.HOST ??= '127.0.0.1';
 // The gateway and the agent find the agent, audit and pricing at the ports this process gives them.
@@ -114,4 +119,12 @@ logger.info(
   `dev mode ready: ${url} (try ${url}/healthz, ${url}/readyz, ${url}/metrics)`,
 );
 // The dev tenant, its admin key and the demo agent (found again on a persisted store), then the banner.
-await announceDevMode({ running, infrastructure, logger, startedAt, operatorKeyMadeUp, egress });
+await announceDevMode({
+  running,
+  infrastructure,
+  logger,
+  startedAt,
+  operatorKeyMadeUp,
+  egress,
+  masterKey: { origin: masterKey, file: masterKeyFile },
+});

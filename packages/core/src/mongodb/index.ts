@@ -8,3 +8,4 @@ export * from './mongo-dead-letters.js';
 export * from './mongo-idempotency-store.js';
 export type { CommitDocument } from './commit-document.js';
 export { commitKey } from './commit-document.js';
+export { STORE_IDENTITY_COLLECTION, storeIdentity } from './store-identity.js';

@@ -1,4 +1,5 @@
 export { NatsEventBus } from './nats-event-bus.js';
+export { STREAM_OWNERS_BUCKET } from './stream-owner.js';
 export type { NatsEventBusOptions } from './nats-event-bus.js';
 export { KeelHeaders } from './nats-headers.js';
 export {

@@ -28,6 +28,7 @@ import { NatsEphemeralChannel } from './nats-ephemeral.js';
 import { NatsRelayWakeups } from './nats-relay-wakeups.js';
 import { declareConsumer, declareStream } from './jetstream-setup.js';
 import { NatsConsumer } from './nats-consumer.js';
+import { claimStream } from './stream-owner.js';
 import { KeelHeaders } from './nats-headers.js';
 import { DEFAULT_SUBJECT_PREFIX, checkSubjectPrefix, encodeSubjectToken, eventSubject } from './subjects.js';
 
@@ -217,6 +218,17 @@ export class NatsEventBus implements EventBus {
         headers: h,
       },
     ]);
+  }
+
+  /**
+   * Records that this stream holds the events of the store `storeId`; when it already holds
+   * another store's, returns that store's id instead (see stream-owner.ts).
+   */
+  claimStreamFor(storeId: string): Promise<{ stream: string; owner: string }> {
+    return claimStream(this.nc, this.jsm, this.streamName, storeId).then(({ owner }) => ({
+      stream: this.streamName,
+      owner,
+    }));
   }
 
   /** Stops every consumer (each lets its handler finish and ack), then drains the connection. */

@@ -3,6 +3,7 @@ import {
   KEEL_CONVERSATIONS_V1_PACKAGE_NAME,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import type { DevKey } from './dev-key.js';
+import type { DevMasterKeyOrigin } from './dev-master-key.js';
 import type { DevSetup } from './dev-setup.js';
 
 /** What the dev mode prints once it is ready. */
@@ -20,7 +21,25 @@ export interface DevBannerInput {
   modelReason: string;
   /** What webhooks and provider baseUrls may reach (KEEL_EGRESS_ALLOW). */
   egress?: string;
+  /** Where the master key that seals secrets came from, and the file that keeps a made-up one. */
+  masterKey?: { origin: DevMasterKeyOrigin; file: string };
+  /** What the start found wrong but worked with (e.g. a stream holding another store's events). */
+  warnings?: readonly string[];
 }
+
+/** The banner's note on the master key. */
+const masterKeyNote = ({ origin, file }: { origin: DevMasterKeyOrigin; file: string }): string => {
+  switch (origin) {
+    case 'KEEL_MASTER_KEY':
+      return 'from KEEL_MASTER_KEY';
+    case 'file':
+      return `kept in ${file}: secrets sealed on this store open after a restart`;
+    case 'new-file':
+      return `made up and kept in ${file} (0600): secrets sealed on this store open after a restart`;
+    case 'ephemeral':
+      return 'made up for this in-memory run (set KEEL_MASTER_KEY to pin one)';
+  }
+};
 
 const KEY_NOTES: Record<DevKey['origin'], string> = {
   KEEL_DEV_KEY: 'pinned by KEEL_DEV_KEY',
@@ -55,6 +74,8 @@ export const devBanner = (input: DevBannerInput): string => {
     `                (${KEY_NOTES[input.devKey.origin]})`,
     `  demo agent    "${setup.agentId}" on ${setup.model} (${input.modelReason})`,
     ...(input.egress === undefined ? [] : [`  egress        ${input.egress}`]),
+    ...(input.masterKey === undefined ? [] : [`  master key    ${masterKeyNote(input.masterKey)}`]),
+    ...(input.warnings ?? []).map((warning) => `  WARNING       ${warning}`),
     '',
     'In another shell:',
     `  ${exports}`,

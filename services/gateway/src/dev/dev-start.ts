@@ -3,6 +3,7 @@ import { DEV_EGRESS_ALLOW } from '@keel/runtime/egress';
 import { AgentClient } from '../agent-client/agent.client.js';
 import { generateApiKey } from '../tenants/api-keys.js';
 import { devBanner } from './dev-banner.js';
+import type { DevMasterKeyOrigin } from './dev-master-key.js';
 import { DEV_KEY_FILE, resolveDevKey } from './dev-key.js';
 import { devModelFrom } from './dev-model.js';
 import { ensureDevSetup } from './dev-setup.js';
@@ -61,6 +62,8 @@ export async function announceDevMode(options: {
   operatorKeyMadeUp: boolean;
   /** What tenant-aimed calls may reach (`ensureDevEgressAllow`). */
   egress?: string;
+  /** Where the master key came from (`ensureDevMasterKey`) and the file that keeps a made-up one. */
+  masterKey?: { origin: DevMasterKeyOrigin; file: string };
   env?: Env;
 }): Promise<void> {
   const env = options.env ?? process.env;
@@ -97,6 +100,8 @@ export async function announceDevMode(options: {
         setup,
         modelReason: reason,
         ...(options.egress === undefined ? {} : { egress: options.egress }),
+        ...(options.masterKey === undefined ? {} : { masterKey: options.masterKey }),
+        warnings: infrastructure.warnings ?? [],
       }),
     );
   } finally {
