@@ -232,6 +232,11 @@ describe('the README tour', () => {
       name: 'refund',
       args: { order: 'A-1', amount: 20 },
     });
+    // The context frame the README shows carries the model's window as the stream does.
+    const readme = await readFile(join(repoRoot, 'README.md'), 'utf8');
+    const shownWindow = /"windowTokens":(\w+)/.exec(readme)?.[1];
+    const context = frames.find((frame) => frame.event === 'context');
+    expect(String(context?.data.windowTokens)).toBe(shownWindow);
     expect(webhook.hits).toEqual([]);
   });
 

@@ -143,7 +143,7 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'KEEL_MASTER_KEY',
     kind: { type: 'base64-bytes', bytes: 32 },
     readers: ['agent', 'tools'],
-    doc: 'seals provider keys and webhook secrets (AES-256-GCM); the same on every service; unset: made up per process',
+    doc: 'seals provider keys and webhook secrets (AES-256-GCM); the same on every service; unset: made up per process (npm start on MongoDB keeps it in .keel/master-key)',
     secret: true,
   },
 
@@ -160,7 +160,7 @@ export const ENV_VARS: readonly EnvVar[] = [
     kind: { type: 'host' },
     readers: ['gateway'],
     default: '0.0.0.0',
-    doc: "interface the gateway's HTTP server binds",
+    doc: "interface the gateway's HTTP server binds (npm start, the dev mode, binds 127.0.0.1 unless HOST is set)",
   },
   {
     name: 'KEEL_OPERATOR_KEY',
@@ -339,19 +339,10 @@ export const ENV_VARS: readonly EnvVar[] = [
   // Audit.
   {
     name: 'KEEL_AUDIT_ACK_WAIT_MS',
-    kind: ms(100, 3_600_000),
-    readers: ['audit'],
-    default: '30000',
-    doc: "the audit consumer's ack wait: how soon a killed audit process's delivery is redelivered",
-  },
-
-  // Audit.
-  {
-    name: 'KEEL_AUDIT_ACK_WAIT_MS',
     kind: ms(1000, 3_600_000),
     readers: ['audit'],
     default: '30000',
-    doc: "the audit projection consumer's ack wait: how long a dead audit process blocks it",
+    doc: "the audit consumer's ack wait: how soon a killed audit process's delivery is redelivered",
   },
 
   // Dev mode (`npm start`) only.
