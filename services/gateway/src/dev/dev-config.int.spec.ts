@@ -1,5 +1,6 @@
 // A bad environment stops a start before anything listens, with a message naming the variable:
 // `npm start` and a service started alone alike.
+import { createServer } from 'node:net';
 import { freePort, startProcess } from '@keel/testkit';
 import { describe, expect, it } from 'vitest';
 
@@ -36,5 +37,32 @@ describe('a bad environment stops the start', () => {
     const port = await startFails('services/tools/src/main.ts', { TOOLS_GRPC_PORT: '70000' });
     expect(port.exit).toEqual({ code: 1, signal: null });
     expect(port.output).toContain('TOOLS_GRPC_PORT must be a port number from 1 to 65535, got "70000"');
+  });
+
+  it('npm start on a port in use exits 1 with one line naming the variable to change, HTTP and gRPC alike', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const services = ['GATEWAY', 'AGENT', 'TOOLS', 'AUDIT', 'PRICING'];
+      const grpcPorts: Record<string, string> = {};
+      for (const service of services) grpcPorts[`${service}_GRPC_PORT`] = String(await freePort());
+      for (const [variable, extra] of [
+        ['PORT', { PORT: String(port) }],
+        ['AUDIT_GRPC_PORT', { PORT: String(await freePort()), AUDIT_GRPC_PORT: String(port) }],
+      ] as const) {
+        const handle = await startProcess({
+          name: 'port-taken',
+          entry: 'services/gateway/src/dev.ts',
+          env: { HOST: '127.0.0.1', GRPC_PORT: '', ...grpcPorts, ...extra },
+        });
+        expect(await handle.waitForExit(30_000)).toEqual({ code: 1, signal: null });
+        expect(handle.stderrLines.filter((line) => line.trim() !== '')).toEqual([
+          `${variable} ${port} is already in use on 127.0.0.1 (set ${variable} to another port)`,
+        ]);
+      }
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
   });
 });
