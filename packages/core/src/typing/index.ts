@@ -3,3 +3,4 @@ export * from './stream-name.js';
 export * from './ids.js';
 export * from './own-keys.js';
 export * from './json-depth.js';
+export * from './canonical-json.js';

@@ -1,21 +1,9 @@
 import { createHash, createHmac } from 'node:crypto';
-import { ValidationError } from '@keel/core';
+import { ValidationError, canonicalJson } from '@keel/core';
 import type { AcceptedRequest } from '@keel/events';
 
 // As the gateway accepts Idempotency-Key: printable ASCII, 1 to 255 characters.
 const ACCEPTED_KEY = /^[\x21-\x7e]{1,255}$/;
-
-/** JSON with object keys sorted and undefined members left out: the same fields are the same request. */
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, item]) => item !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-};
 
 /**
  * The AcceptedRequest a command carries into the conversation's log, from the request's
@@ -41,6 +29,6 @@ export const acceptedRequestOf = (
     key: createHash('sha256')
       .update(JSON.stringify([operation, idempotencyKey]))
       .digest('hex'),
-    hash: createHmac('sha256', idempotencyKey).update(canonical(fields)).digest('hex'),
+    hash: createHmac('sha256', idempotencyKey).update(canonicalJson(fields)).digest('hex'),
   };
 };

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ValidationError } from '@keel/core';
+import { ValidationError, canonicalJson } from '@keel/core';
 import type { Principal } from '../auth/principal.js';
 
 /** The request header (API.md Conventions). */
@@ -22,18 +22,6 @@ export const idempotencyKeyOf = (header: string | string[] | undefined): string 
   return header;
 };
 
-/** JSON with object keys sorted: the same body in another key order is the same request. */
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, item]) => item !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-};
-
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /** Whose keys a principal's requests share: its tenant's (the operator is its own scope). */
@@ -51,4 +39,4 @@ export const scopedKey = (scope: string, operation: string, key: string): string
   sha256(JSON.stringify([scope, operation, key]));
 
 /** What identifies the request's body: a retry must send the same one. */
-export const fingerprintOf = (body: unknown): string => sha256(canonical(body ?? null));
+export const fingerprintOf = (body: unknown): string => sha256(canonicalJson(body ?? null));
