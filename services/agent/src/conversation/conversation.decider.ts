@@ -1,5 +1,5 @@
 import type { Decider } from '@keel/core';
-import { NotFoundError, PreconditionError, ValidationError } from '@keel/core';
+import { NotFoundError, PreconditionError, ValidationError, fold } from '@keel/core';
 import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
 import type { ConversationCommand } from './conversation.commands.js';
 import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
@@ -61,6 +61,10 @@ const closeOpenCalls = (turn: CurrentTurn, error: EventError, at: string): ToolC
       data: { turnId: turn.turnId, toolCallId: c.toolCallId, name: c.name, ok: false, error, at },
     }));
 
+/** The state after the given events. */
+const applied = (events: readonly ConversationEvent[], state: Conversation): Conversation =>
+  fold({ initialState: initialConversation, evolve }, events, state);
+
 /** Starts the next queued turn, if any, after the current one ended. */
 const startNextQueued = (state: Conversation, at: string): ConversationEvent[] => {
   const next = state.queued[0];
@@ -74,7 +78,7 @@ const afterToolCalls = (
   events: ConversationEvent[],
   at: string,
 ): ConversationEvent[] => {
-  const after = events.reduce(evolve, state);
+  const after = applied(events, state);
   const turn = after.turn;
   if (!turn || turn.toolCalls.some((c) => c.state !== 'completed')) return events;
   if (turn.step < turn.agent.maxSteps) return events;
@@ -85,226 +89,250 @@ const afterToolCalls = (
   ];
 };
 
+/** One command of the conversation aggregate, by its type. */
+type CommandOf<T extends ConversationCommand['type']> = Extract<ConversationCommand, { type: T }>;
+
+const createConversation = (
+  command: CommandOf<'CreateConversation'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  if (state.status !== 'new') {
+    if (acceptedBefore(state, command.request, 'create')) return [];
+    throw new ConversationConflictError('conversation already exists', { conversationId: state.id });
+  }
+  const { conversationId, agentId, title, metadata, request, at } = command;
+  return [
+    {
+      type: 'ConversationCreated',
+      data: {
+        conversationId,
+        agentId,
+        createdAt: at,
+        ...(title ? { title } : {}),
+        ...(metadata ? { metadata } : {}),
+        ...withRequest(request),
+      },
+    },
+  ];
+};
+
+const requireContent = (content: string): void => {
+  if (content.trim().length === 0)
+    throw new ValidationError('content must not be empty', { field: 'content' });
+  if (content.length > MAX_MESSAGE_CHARS) {
+    throw new ValidationError(`content is over ${MAX_MESSAGE_CHARS} characters`, { field: 'content' });
+  }
+};
+
+const submitMessage = (command: CommandOf<'SubmitMessage'>, state: Conversation): ConversationEvent[] => {
+  requireExists(state);
+  if (acceptedBefore(state, command.request, 'message')) return [];
+  const { turnId, messageId, content, ifBusy, agent, role, by, request, at } = command;
+  requireContent(content);
+  const added: ConversationEvent = {
+    type: 'UserMessageAdded',
+    data: { messageId, turnId, content, at, ...withRequest(request) },
+  };
+  const started: ConversationEvent = { type: 'TurnStarted', data: { turnId, agent, role, at } };
+  if (!state.turn) return [added, started];
+  switch (ifBusy) {
+    case 'reject':
+      throw new ConversationConflictError('a turn is already running', { turnId: state.turn.turnId });
+    case 'enqueue':
+      return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, role, at } }];
+    case 'interrupt':
+      return [...cancelTurn(state, state.turn, by, at), added, started];
+  }
+};
+
+/** The turn a model output is recorded for: running, not waiting for tools, with a step left. */
+const requireStepDue = (state: Conversation, command: CommandOf<'RecordModelOutput'>): CurrentTurn => {
+  const turn = requireTurn(state, command.turnId);
+  if (turn.toolCalls.some((c) => c.state !== 'completed')) {
+    throw new ConversationConflictError('the turn is waiting for tool results', { turnId: turn.turnId });
+  }
+  if (turn.step >= turn.agent.maxSteps) {
+    throw new ConversationConflictError('the turn has used all its steps', { turnId: turn.turnId });
+  }
+  if (command.step !== turn.step + 1) {
+    throw new ConversationConflictError(`step ${command.step} is already recorded`, {
+      turnId: turn.turnId,
+      step: turn.step,
+    });
+  }
+  return turn;
+};
+
+/** The events of the tool calls one model step asked for: refused ones completed at once, others requested. */
+const toolCallEvents = (
+  command: CommandOf<'RecordModelOutput'>,
+  turn: CurrentTurn,
+  outOfSteps: boolean,
+): ConversationEvent[] => {
+  const { turnId, approvalIds, at } = command;
+  return command.toolCalls.flatMap(({ toolCallId, name, args, verdict }): ConversationEvent[] => {
+    if (outOfSteps || verdict.kind === 'refuse') {
+      const error: EventError =
+        verdict.kind === 'refuse' && !outOfSteps
+          ? verdict.error
+          : {
+              code: 'max_steps',
+              message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
+            };
+      // Refused: never requested of the tools service; its result is the refusal the model reads.
+      return [{ type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } }];
+    }
+    const approvalRequired = verdict.approval === 'always';
+    const requested: ConversationEvent = {
+      type: 'ToolCallRequested',
+      data: { turnId, toolCallId, name, args, approvalRequired, at },
+    };
+    if (!approvalRequired) return [requested];
+    const approvalId = approvalIds[toolCallId];
+    if (!approvalId) throw new ValidationError(`no approval id for tool call ${toolCallId}`);
+    return [
+      requested,
+      { type: 'ApprovalRequested', data: { turnId, approvalId, toolCallId, name, args, requestedAt: at } },
+    ];
+  });
+};
+
+const recordModelOutput = (
+  command: CommandOf<'RecordModelOutput'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  requireExists(state);
+  const turn = requireStepDue(state, command);
+  const { turnId, messageId, text, toolCalls, usage, at } = command;
+  const step = turn.step + 1;
+  const events: ConversationEvent[] = [
+    {
+      type: 'AssistantMessageCompleted',
+      data: {
+        turnId,
+        step,
+        messageId,
+        text,
+        toolCalls: toolCalls.map(({ toolCallId, name, args }) => ({ toolCallId, name, args })),
+        at,
+      },
+    },
+    { type: 'UsageRecorded', data: { turnId, step, ...usage, at } },
+  ];
+  if (toolCalls.length === 0) {
+    return [
+      ...events,
+      { type: 'TurnCompleted', data: { turnId, finishReason: 'stop', at } },
+      ...startNextQueued(applied(events, state), at),
+    ];
+  }
+  const calls = toolCallEvents(command, turn, step >= turn.agent.maxSteps);
+  return afterToolCalls(state, [...events, ...calls], at);
+};
+
+const decideApproval = (command: CommandOf<'DecideApproval'>, state: Conversation): ConversationEvent[] => {
+  requireExists(state);
+  if (acceptedBefore(state, command.request, 'approval')) return [];
+  const { approvalId, decision, by, reason, request, at } = command;
+  const pending = state.pendingApprovals.find((a) => a.approvalId === approvalId);
+  if (!pending) {
+    if (state.decidedApprovals.includes(approvalId)) {
+      throw new ConversationConflictError('approval already decided', { approvalId });
+    }
+    throw new NotFoundError('approval not found', { details: { approvalId } });
+  }
+  const { turnId, toolCallId, tool } = pending;
+  const decided: ConversationEvent = {
+    type: 'ApprovalDecided',
+    data: {
+      turnId,
+      approvalId,
+      toolCallId,
+      decision,
+      by,
+      ...(reason ? { reason } : {}),
+      at,
+      ...withRequest(request),
+    },
+  };
+  if (decision === 'approve') return [decided];
+  const message = `denied by ${by}${reason ? `: ${reason}` : ''}`;
+  const denied: ConversationEvent = {
+    type: 'ToolCallCompleted',
+    data: { turnId, toolCallId, name: tool, ok: false, error: { code: 'denied', message }, at },
+  };
+  return afterToolCalls(state, [decided, denied], at);
+};
+
+const recordToolResult = (
+  command: CommandOf<'RecordToolResult'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  requireExists(state);
+  const call = state.turn?.toolCalls.find((c) => c.toolCallId === command.toolCallId);
+  // A result for a call that is done, or of a turn that ended (cancelled), changes nothing.
+  if (!state.turn || !call || call.state === 'completed') return [];
+  if (call.state === 'awaiting_approval') {
+    throw new ConversationConflictError('tool call ran before its approval', { toolCallId: call.toolCallId });
+  }
+  const { toolCallId, ok, result, error, at } = command;
+  const { turnId } = state.turn;
+  const phases = state.turn.agent.phases;
+  const from = state.phase ?? phases?.initial;
+  const to = ok && phases ? nextPhase(phases, from, call.name) : from;
+  const phaseChange: ConversationEvent[] =
+    from !== undefined && to !== undefined && to !== from
+      ? [{ type: 'PhaseChanged', data: { turnId, from, to, toolCallId, at } }]
+      : [];
+  const outcome = ok ? { result } : { error: error ?? { code: 'tool_error', message: 'the tool failed' } };
+  const completed: ConversationEvent = {
+    type: 'ToolCallCompleted',
+    data: { turnId, toolCallId, name: call.name, ok, ...outcome, at },
+  };
+  return afterToolCalls(state, [completed, ...phaseChange], at);
+};
+
+const failTurn = (command: CommandOf<'FailTurn'>, state: Conversation): ConversationEvent[] => {
+  requireExists(state);
+  const turn = requireTurn(state, command.turnId);
+  const { error, at } = command;
+  return [
+    ...closeOpenCalls(turn, { code: 'turn_failed', message: 'not run: the turn failed' }, at),
+    { type: 'TurnFailed', data: { turnId: turn.turnId, error, at } },
+    ...startNextQueued(state, at),
+  ];
+};
+
+const cancelCurrentTurn = (command: CommandOf<'CancelTurn'>, state: Conversation): ConversationEvent[] => {
+  requireExists(state);
+  if (acceptedBefore(state, command.request, 'cancel')) return [];
+  if (!state.turn) throw new ConversationConflictError('no turn is running');
+  const cancelled = cancelTurn(state, state.turn, command.by, command.at, command.request);
+  return [...cancelled, ...startNextQueued(state, command.at)];
+};
+
 /** The conversation aggregate's decisions: pure, no I/O, ids and times come in the commands. */
 export const decide = (command: ConversationCommand, state: Conversation): ConversationEvent[] => {
   switch (command.type) {
-    case 'CreateConversation': {
-      if (state.status !== 'new') {
-        if (acceptedBefore(state, command.request, 'create')) return [];
-        throw new ConversationConflictError('conversation already exists', { conversationId: state.id });
-      }
-      const { conversationId, agentId, title, metadata, request, at } = command;
-      return [
-        {
-          type: 'ConversationCreated',
-          data: {
-            conversationId,
-            agentId,
-            createdAt: at,
-            ...(title ? { title } : {}),
-            ...(metadata ? { metadata } : {}),
-            ...withRequest(request),
-          },
-        },
-      ];
-    }
-    case 'SubmitMessage': {
-      requireExists(state);
-      if (acceptedBefore(state, command.request, 'message')) return [];
-      const { turnId, messageId, content, ifBusy, agent, role, by, request, at } = command;
-      if (content.trim().length === 0)
-        throw new ValidationError('content must not be empty', { field: 'content' });
-      if (content.length > MAX_MESSAGE_CHARS) {
-        throw new ValidationError(`content is over ${MAX_MESSAGE_CHARS} characters`, { field: 'content' });
-      }
-      const added: ConversationEvent = {
-        type: 'UserMessageAdded',
-        data: { messageId, turnId, content, at, ...withRequest(request) },
-      };
-      if (!state.turn) return [added, { type: 'TurnStarted', data: { turnId, agent, role, at } }];
-      switch (ifBusy) {
-        case 'reject':
-          throw new ConversationConflictError('a turn is already running', { turnId: state.turn.turnId });
-        case 'enqueue':
-          return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, role, at } }];
-        case 'interrupt': {
-          const cancelled = cancelTurn(state, state.turn, by, at);
-          return [...cancelled, added, { type: 'TurnStarted', data: { turnId, agent, role, at } }];
-        }
-      }
-      break;
-    }
-    case 'RecordModelOutput': {
-      requireExists(state);
-      const turn = requireTurn(state, command.turnId);
-      if (turn.toolCalls.some((c) => c.state !== 'completed')) {
-        throw new ConversationConflictError('the turn is waiting for tool results', { turnId: turn.turnId });
-      }
-      if (turn.step >= turn.agent.maxSteps) {
-        throw new ConversationConflictError('the turn has used all its steps', { turnId: turn.turnId });
-      }
-      const { turnId, messageId, text, toolCalls, usage, approvalIds, at } = command;
-      const step = turn.step + 1;
-      if (command.step !== step) {
-        throw new ConversationConflictError(`step ${command.step} is already recorded`, {
-          turnId,
-          step: turn.step,
-        });
-      }
-      const events: ConversationEvent[] = [
-        {
-          type: 'AssistantMessageCompleted',
-          data: {
-            turnId,
-            step,
-            messageId,
-            text,
-            toolCalls: toolCalls.map(({ toolCallId, name, args }) => ({ toolCallId, name, args })),
-            at,
-          },
-        },
-        { type: 'UsageRecorded', data: { turnId, step, ...usage, at } },
-      ];
-      if (toolCalls.length === 0) {
-        const stepped = events.reduce(evolve, state);
-        return [
-          ...events,
-          { type: 'TurnCompleted', data: { turnId, finishReason: 'stop', at } },
-          ...startNextQueued(stepped, at),
-        ];
-      }
-      const outOfSteps = step >= turn.agent.maxSteps;
-      for (const call of toolCalls) {
-        const { toolCallId, name, args, verdict } = call;
-        if (outOfSteps || verdict.kind === 'refuse') {
-          const error: EventError = outOfSteps
-            ? {
-                code: 'max_steps',
-                message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
-              }
-            : (verdict as { error: EventError }).error;
-          // Refused: never requested of the tools service; its result is the refusal the model reads.
-          events.push({
-            type: 'ToolCallCompleted',
-            data: { turnId, toolCallId, name, ok: false, error, at },
-          });
-          continue;
-        }
-        const approvalRequired = verdict.approval === 'always';
-        events.push({
-          type: 'ToolCallRequested',
-          data: { turnId, toolCallId, name, args, approvalRequired, at },
-        });
-        if (approvalRequired) {
-          const approvalId = approvalIds[toolCallId];
-          if (!approvalId) throw new ValidationError(`no approval id for tool call ${toolCallId}`);
-          events.push({
-            type: 'ApprovalRequested',
-            data: { turnId, approvalId, toolCallId, name, args, requestedAt: at },
-          });
-        }
-      }
-      return afterToolCalls(state, events, at);
-    }
-    case 'DecideApproval': {
-      requireExists(state);
-      if (acceptedBefore(state, command.request, 'approval')) return [];
-      const { approvalId, decision, by, reason, request, at } = command;
-      const pending = state.pendingApprovals.find((a) => a.approvalId === approvalId);
-      if (!pending) {
-        if (state.decidedApprovals.includes(approvalId)) {
-          throw new ConversationConflictError('approval already decided', { approvalId });
-        }
-        throw new NotFoundError('approval not found', { details: { approvalId } });
-      }
-      const { turnId, toolCallId, tool } = pending;
-      const decided: ConversationEvent = {
-        type: 'ApprovalDecided',
-        data: {
-          turnId,
-          approvalId,
-          toolCallId,
-          decision,
-          by,
-          ...(reason ? { reason } : {}),
-          at,
-          ...withRequest(request),
-        },
-      };
-      if (decision === 'approve') return [decided];
-      const message = `denied by ${by}${reason ? `: ${reason}` : ''}`;
-      return afterToolCalls(
-        state,
-        [
-          decided,
-          {
-            type: 'ToolCallCompleted',
-            data: { turnId, toolCallId, name: tool, ok: false, error: { code: 'denied', message }, at },
-          },
-        ],
-        at,
-      );
-    }
-    case 'RecordToolResult': {
-      requireExists(state);
-      const call = state.turn?.toolCalls.find((c) => c.toolCallId === command.toolCallId);
-      // A result for a call that is done, or of a turn that ended (cancelled), changes nothing.
-      if (!state.turn || !call || call.state === 'completed') return [];
-      if (call.state === 'awaiting_approval') {
-        throw new ConversationConflictError('tool call ran before its approval', {
-          toolCallId: call.toolCallId,
-        });
-      }
-      const { toolCallId, ok, result, error, at } = command;
-      const phases = state.turn.agent.phases;
-      const from = state.phase ?? phases?.initial;
-      const to = ok && phases ? nextPhase(phases, from, call.name) : from;
-      const phaseChange: ConversationEvent[] =
-        from !== undefined && to !== undefined && to !== from
-          ? [{ type: 'PhaseChanged', data: { turnId: state.turn.turnId, from, to, toolCallId, at } }]
-          : [];
-      return afterToolCalls(
-        state,
-        [
-          {
-            type: 'ToolCallCompleted',
-            data: {
-              turnId: state.turn.turnId,
-              toolCallId,
-              name: call.name,
-              ok,
-              ...(ok ? { result } : { error: error ?? { code: 'tool_error', message: 'the tool failed' } }),
-              at,
-            },
-          },
-          ...phaseChange,
-        ],
-        at,
-      );
-    }
-    case 'FailTurn': {
-      requireExists(state);
-      const turn = requireTurn(state, command.turnId);
-      const { error, at } = command;
-      const failed: ConversationEvent[] = [
-        ...closeOpenCalls(turn, { code: 'turn_failed', message: 'not run: the turn failed' }, at),
-        { type: 'TurnFailed', data: { turnId: turn.turnId, error, at } },
-      ];
-      return [...failed, ...startNextQueued(state, at)];
-    }
-    case 'CancelTurn': {
-      requireExists(state);
-      if (acceptedBefore(state, command.request, 'cancel')) return [];
-      if (!state.turn) throw new ConversationConflictError('no turn is running');
-      const cancelled = cancelTurn(state, state.turn, command.by, command.at, command.request);
-      return [...cancelled, ...startNextQueued(state, command.at)];
-    }
+    case 'CreateConversation':
+      return createConversation(command, state);
+    case 'SubmitMessage':
+      return submitMessage(command, state);
+    case 'RecordModelOutput':
+      return recordModelOutput(command, state);
+    case 'DecideApproval':
+      return decideApproval(command, state);
+    case 'RecordToolResult':
+      return recordToolResult(command, state);
+    case 'FailTurn':
+      return failTurn(command, state);
+    case 'CancelTurn':
+      return cancelCurrentTurn(command, state);
     default: {
       const unknown: never = command;
       throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
     }
   }
-  return [];
 };
 
 const cancelTurn = (

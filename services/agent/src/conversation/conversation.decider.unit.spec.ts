@@ -540,4 +540,12 @@ describe('conversation decider', () => {
     expect(state.status).toBe('idle');
     expect(JSON.parse(JSON.stringify(state))).toEqual(state);
   });
+
+  it('an event type it does not know changes nothing but the version (the state stays a conversation)', () => {
+    const state = running.reduce(evolve, initialConversation());
+    const unknown = { type: 'FromANewerWriter', data: { turnId: 't1' } } as unknown as ConversationEvent;
+    const after = evolve(state, unknown);
+    expect(after).toEqual({ ...state, version: state.version + 1 });
+    expect(decide(submit('enqueue'), after).map((e) => e.type)).toEqual(['UserMessageAdded', 'TurnQueued']);
+  });
 });

@@ -299,8 +299,9 @@ const evolveEvent = (state: Conversation, event: ConversationEvent): Conversatio
       };
     }
     default: {
-      const unknown: never = event;
-      return unknown;
+      // An event this version does not know (a newer writer's) changes nothing it can read.
+      const _unknown: never = event;
+      return state;
     }
   }
 };
