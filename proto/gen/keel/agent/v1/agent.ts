@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import type { Metadata } from "@grpc/grpc-js";
+import type { handleUnaryCall, Metadata, UntypedServiceImplementation } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 import {
@@ -2835,6 +2835,248 @@ export function AgentServiceControllerMethods() {
 }
 
 export const AGENT_SERVICE_NAME = "AgentService";
+
+/**
+ * Conversation commands and reads, served by the agent service (which owns the conversation
+ * aggregate) to the gateway, and the tenant configuration (tools, agents, providers, webhook
+ * secret) the conversations run on.
+ *
+ * Why not serve keel.conversations.v1.ConversationService here too: that contract is the public
+ * one, authenticated by an API key in `authorization` metadata. The agent service does not own
+ * keys and must not re-authenticate; it trusts the gateway on the platform's network and needs
+ * the already-resolved principal (tenant, key, role, acting user) and the correlation id as
+ * typed fields, because they go verbatim into every event's metadata. So each request here is
+ * a CallContext plus the public request, and the responses are the public responses, so the
+ * gateway maps one to the other without copying fields.
+ *
+ * The agent service still checks the role in the CallContext (defence in depth): tenant
+ * configuration needs `admin`; creating conversations, sending messages, deciding approvals and
+ * cancelling need `editor` or `admin`; conversation reads accept any tenant role. A missing
+ * context, tenant, actor or key id is INVALID_ARGUMENT; a role that may not act is
+ * PERMISSION_DENIED. Errors use gRPC status codes: INVALID_ARGUMENT (the message names the
+ * field), NOT_FOUND (also for another tenant's resource), ABORTED (a busy conversation, a decided
+ * approval, no running turn to cancel, a lost optimistic-concurrency race), FAILED_PRECONDITION,
+ * PERMISSION_DENIED, UNAVAILABLE; anything unexpected is INTERNAL with a generic message.
+ *
+ * Exactly once at the edge: CreateConversation, SubmitMessage, DecideApproval and CancelTurn
+ * honour the public request's `idempotency_key` (the client's Idempotency-Key) in the
+ * conversation's own log. The key (as a digest, with an HMAC of the request's fields) is recorded
+ * on the event that accepted the request, and a retry with the same key and request, on any
+ * agent instance, after any failure (this process killed between its commit and its reply, the
+ * gateway killed, the network cut) is answered with the first outcome and appends nothing: the
+ * same conversation, the same turn_id and version, the same decision, the turn it cancelled. The
+ * same key with another request: ABORTED naming Idempotency-Key. Keys are kept for the
+ * conversation's life, scoped to its tenant and conversation (and operation, and approval).
+ */
+export type AgentServiceService = typeof AgentServiceService;
+export const AgentServiceService = {
+  /** Starts a conversation. */
+  createConversation: {
+    path: "/keel.agent.v1.AgentService/CreateConversation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateConversationRequest): Buffer =>
+      Buffer.from(CreateConversationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateConversationRequest => CreateConversationRequest.decode(value),
+    responseSerialize: (value: CreateConversationResponse): Buffer =>
+      Buffer.from(CreateConversationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateConversationResponse => CreateConversationResponse.decode(value),
+  },
+  /** Returns a conversation's state rebuilt from its event log. */
+  getConversation: {
+    path: "/keel.agent.v1.AgentService/GetConversation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetConversationRequest): Buffer =>
+      Buffer.from(GetConversationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetConversationRequest => GetConversationRequest.decode(value),
+    responseSerialize: (value: GetConversationResponse): Buffer =>
+      Buffer.from(GetConversationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetConversationResponse => GetConversationResponse.decode(value),
+  },
+  /** Lists the tenant's conversations, newest first, a page at a time. */
+  listConversations: {
+    path: "/keel.agent.v1.AgentService/ListConversations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListConversationsRequest): Buffer =>
+      Buffer.from(ListConversationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListConversationsRequest => ListConversationsRequest.decode(value),
+    responseSerialize: (value: ListConversationsResponse): Buffer =>
+      Buffer.from(ListConversationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListConversationsResponse => ListConversationsResponse.decode(value),
+  },
+  /**
+   * Adds a user message and answers once its turn is recorded (started, or queued behind the
+   * running one with `if_busy` ENQUEUE); the turn then runs on without the caller, who follows
+   * it on the conversation's events (HTTP 202 `{ turnId }`). A busy conversation: ABORTED.
+   * The gateway streams the turn itself (HTTP SSE and ConversationService.SendMessage) from the
+   * response's version and the conversation's log.
+   */
+  submitMessage: {
+    path: "/keel.agent.v1.AgentService/SubmitMessage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitMessageRequest): Buffer => Buffer.from(SubmitMessageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitMessageRequest => SubmitMessageRequest.decode(value),
+    responseSerialize: (value: SubmitMessageResponse): Buffer =>
+      Buffer.from(SubmitMessageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitMessageResponse => SubmitMessageResponse.decode(value),
+  },
+  /** Approves or denies a pending tool call. Unknown approval: NOT_FOUND; decided: ABORTED. */
+  decideApproval: {
+    path: "/keel.agent.v1.AgentService/DecideApproval" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DecideApprovalRequest): Buffer =>
+      Buffer.from(DecideApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecideApprovalRequest => DecideApprovalRequest.decode(value),
+    responseSerialize: (value: DecideApprovalResponse): Buffer =>
+      Buffer.from(DecideApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecideApprovalResponse => DecideApprovalResponse.decode(value),
+  },
+  /** Cancels the running turn. No turn running: ABORTED. */
+  cancelTurn: {
+    path: "/keel.agent.v1.AgentService/CancelTurn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelTurnRequest): Buffer => Buffer.from(CancelTurnRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelTurnRequest => CancelTurnRequest.decode(value),
+    responseSerialize: (value: CancelTurnResponse): Buffer => Buffer.from(CancelTurnResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelTurnResponse => CancelTurnResponse.decode(value),
+  },
+  /**
+   * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
+   * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
+   */
+  putTool: {
+    path: "/keel.agent.v1.AgentService/PutTool" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PutToolRequest): Buffer => Buffer.from(PutToolRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PutToolRequest => PutToolRequest.decode(value),
+    responseSerialize: (value: PutToolResponse): Buffer => Buffer.from(PutToolResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PutToolResponse => PutToolResponse.decode(value),
+  },
+  /** Lists the tenant's tools and the built-in tools (admin), each built-in marked `builtin`. */
+  listTools: {
+    path: "/keel.agent.v1.AgentService/ListTools" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListToolsRequest): Buffer => Buffer.from(ListToolsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListToolsRequest => ListToolsRequest.decode(value),
+    responseSerialize: (value: ListToolsResponse): Buffer => Buffer.from(ListToolsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListToolsResponse => ListToolsResponse.decode(value),
+  },
+  /**
+   * Creates or replaces an agent (admin); answers the stored agent. A tool the tenant does not
+   * have: INVALID_ARGUMENT naming the tool.
+   */
+  putAgent: {
+    path: "/keel.agent.v1.AgentService/PutAgent" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PutAgentRequest): Buffer => Buffer.from(PutAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PutAgentRequest => PutAgentRequest.decode(value),
+    responseSerialize: (value: PutAgentResponse): Buffer => Buffer.from(PutAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PutAgentResponse => PutAgentResponse.decode(value),
+  },
+  /** Returns one agent (admin). Unknown: NOT_FOUND. */
+  getAgent: {
+    path: "/keel.agent.v1.AgentService/GetAgent" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetAgentRequest): Buffer => Buffer.from(GetAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetAgentRequest => GetAgentRequest.decode(value),
+    responseSerialize: (value: GetAgentResponse): Buffer => Buffer.from(GetAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetAgentResponse => GetAgentResponse.decode(value),
+  },
+  /** Lists the tenant's agents (admin), ordered by id. */
+  listAgents: {
+    path: "/keel.agent.v1.AgentService/ListAgents" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAgentsRequest): Buffer => Buffer.from(ListAgentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAgentsRequest => ListAgentsRequest.decode(value),
+    responseSerialize: (value: ListAgentsResponse): Buffer => Buffer.from(ListAgentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAgentsResponse => ListAgentsResponse.decode(value),
+  },
+  /**
+   * Sets the tenant's credentials for a model provider (admin). The API key is sealed before it
+   * is stored and is never returned; without one the process-wide environment credential is used.
+   */
+  putProvider: {
+    path: "/keel.agent.v1.AgentService/PutProvider" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PutProviderRequest): Buffer => Buffer.from(PutProviderRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PutProviderRequest => PutProviderRequest.decode(value),
+    responseSerialize: (value: PutProviderResponse): Buffer => Buffer.from(PutProviderResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PutProviderResponse => PutProviderResponse.decode(value),
+  },
+  /**
+   * Creates or rotates the tenant's webhook signing secret (admin) and returns it, once: only
+   * its sealed form is stored. The previous secret stops signing at once.
+   */
+  rotateWebhookSecret: {
+    path: "/keel.agent.v1.AgentService/RotateWebhookSecret" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateWebhookSecretRequest): Buffer =>
+      Buffer.from(RotateWebhookSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateWebhookSecretRequest => RotateWebhookSecretRequest.decode(value),
+    responseSerialize: (value: RotateWebhookSecretResponse): Buffer =>
+      Buffer.from(RotateWebhookSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateWebhookSecretResponse => RotateWebhookSecretResponse.decode(value),
+  },
+} as const;
+
+export interface AgentServiceServer extends UntypedServiceImplementation {
+  /** Starts a conversation. */
+  createConversation: handleUnaryCall<CreateConversationRequest, CreateConversationResponse>;
+  /** Returns a conversation's state rebuilt from its event log. */
+  getConversation: handleUnaryCall<GetConversationRequest, GetConversationResponse>;
+  /** Lists the tenant's conversations, newest first, a page at a time. */
+  listConversations: handleUnaryCall<ListConversationsRequest, ListConversationsResponse>;
+  /**
+   * Adds a user message and answers once its turn is recorded (started, or queued behind the
+   * running one with `if_busy` ENQUEUE); the turn then runs on without the caller, who follows
+   * it on the conversation's events (HTTP 202 `{ turnId }`). A busy conversation: ABORTED.
+   * The gateway streams the turn itself (HTTP SSE and ConversationService.SendMessage) from the
+   * response's version and the conversation's log.
+   */
+  submitMessage: handleUnaryCall<SubmitMessageRequest, SubmitMessageResponse>;
+  /** Approves or denies a pending tool call. Unknown approval: NOT_FOUND; decided: ABORTED. */
+  decideApproval: handleUnaryCall<DecideApprovalRequest, DecideApprovalResponse>;
+  /** Cancels the running turn. No turn running: ABORTED. */
+  cancelTurn: handleUnaryCall<CancelTurnRequest, CancelTurnResponse>;
+  /**
+   * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
+   * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
+   */
+  putTool: handleUnaryCall<PutToolRequest, PutToolResponse>;
+  /** Lists the tenant's tools and the built-in tools (admin), each built-in marked `builtin`. */
+  listTools: handleUnaryCall<ListToolsRequest, ListToolsResponse>;
+  /**
+   * Creates or replaces an agent (admin); answers the stored agent. A tool the tenant does not
+   * have: INVALID_ARGUMENT naming the tool.
+   */
+  putAgent: handleUnaryCall<PutAgentRequest, PutAgentResponse>;
+  /** Returns one agent (admin). Unknown: NOT_FOUND. */
+  getAgent: handleUnaryCall<GetAgentRequest, GetAgentResponse>;
+  /** Lists the tenant's agents (admin), ordered by id. */
+  listAgents: handleUnaryCall<ListAgentsRequest, ListAgentsResponse>;
+  /**
+   * Sets the tenant's credentials for a model provider (admin). The API key is sealed before it
+   * is stored and is never returned; without one the process-wide environment credential is used.
+   */
+  putProvider: handleUnaryCall<PutProviderRequest, PutProviderResponse>;
+  /**
+   * Creates or rotates the tenant's webhook signing secret (admin) and returns it, once: only
+   * its sealed form is stored. The previous secret stops signing at once.
+   */
+  rotateWebhookSecret: handleUnaryCall<RotateWebhookSecretRequest, RotateWebhookSecretResponse>;
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;

@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import type { Metadata } from "@grpc/grpc-js";
+import type { handleUnaryCall, Metadata, UntypedServiceImplementation } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 
@@ -743,6 +743,32 @@ export function AuditServiceControllerMethods() {
 }
 
 export const AUDIT_SERVICE_NAME = "AuditService";
+
+/**
+ * A tenant's audit trail: configuration changes, key creation and revocation, approvals,
+ * cancels and tool executions, newest first. Served by the audit service to the gateway, which
+ * authenticates the caller and decides the tenant; `tenant_id` is trusted as given.
+ */
+export type AuditServiceService = typeof AuditServiceService;
+export const AuditServiceService = {
+  /** Returns one page of the trail. A bad cursor, limit or missing tenant: INVALID_ARGUMENT. */
+  listAuditEntries: {
+    path: "/keel.audit.v1.AuditService/ListAuditEntries" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAuditEntriesRequest): Buffer =>
+      Buffer.from(ListAuditEntriesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAuditEntriesRequest => ListAuditEntriesRequest.decode(value),
+    responseSerialize: (value: ListAuditEntriesResponse): Buffer =>
+      Buffer.from(ListAuditEntriesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAuditEntriesResponse => ListAuditEntriesResponse.decode(value),
+  },
+} as const;
+
+export interface AuditServiceServer extends UntypedServiceImplementation {
+  /** Returns one page of the trail. A bad cursor, limit or missing tenant: INVALID_ARGUMENT. */
+  listAuditEntries: handleUnaryCall<ListAuditEntriesRequest, ListAuditEntriesResponse>;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import type { Metadata } from "@grpc/grpc-js";
+import type { handleServerStreamingCall, handleUnaryCall, Metadata, UntypedServiceImplementation } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 
@@ -4918,6 +4918,130 @@ export function ConversationServiceControllerMethods() {
 }
 
 export const CONVERSATION_SERVICE_NAME = "ConversationService";
+
+/**
+ * Conversations for internal services: the same capabilities as the gateway's HTTP API.
+ *
+ * Served by the gateway. Callers authenticate with a tenant key in the `authorization`
+ * metadata (`Bearer <key>`); `x-request-id` metadata, when present, becomes the correlation id.
+ * Errors use gRPC status codes: UNAUTHENTICATED, PERMISSION_DENIED (role), NOT_FOUND (also for
+ * another tenant's conversation), INVALID_ARGUMENT, FAILED_PRECONDITION, ABORTED (conflict),
+ * RESOURCE_EXHAUSTED (rate limit or budget).
+ */
+export type ConversationServiceService = typeof ConversationServiceService;
+export const ConversationServiceService = {
+  /** Starts a conversation with an agent (editor). */
+  createConversation: {
+    path: "/keel.conversations.v1.ConversationService/CreateConversation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateConversationRequest): Buffer =>
+      Buffer.from(CreateConversationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateConversationRequest => CreateConversationRequest.decode(value),
+    responseSerialize: (value: CreateConversationResponse): Buffer =>
+      Buffer.from(CreateConversationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateConversationResponse => CreateConversationResponse.decode(value),
+  },
+  /** Returns a conversation's state rebuilt from its event log (viewer). */
+  getConversation: {
+    path: "/keel.conversations.v1.ConversationService/GetConversation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetConversationRequest): Buffer =>
+      Buffer.from(GetConversationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetConversationRequest => GetConversationRequest.decode(value),
+    responseSerialize: (value: GetConversationResponse): Buffer =>
+      Buffer.from(GetConversationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetConversationResponse => GetConversationResponse.decode(value),
+  },
+  /** Lists the tenant's conversations, newest first, a page at a time (viewer). */
+  listConversations: {
+    path: "/keel.conversations.v1.ConversationService/ListConversations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListConversationsRequest): Buffer =>
+      Buffer.from(ListConversationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListConversationsRequest => ListConversationsRequest.decode(value),
+    responseSerialize: (value: ListConversationsResponse): Buffer =>
+      Buffer.from(ListConversationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListConversationsResponse => ListConversationsResponse.decode(value),
+  },
+  /**
+   * Adds a user message and streams the turn it starts until the turn ends (editor).
+   *
+   * The stream carries the same events, in the same order, as the HTTP turn stream. It stays
+   * open while the turn waits for an approval and ends after turn.completed, turn.failed or
+   * turn.cancelled. A caller that goes away does not stop the turn; only CancelTurn does.
+   * A busy conversation fails the call with ABORTED unless `if_busy` says otherwise.
+   *
+   * Frames are TurnEvent rather than a SendMessageResponse wrapper: the same frame is served by
+   * the HTTP stream and by keel.agent.v1.AgentService, so the gateway relays it unchanged.
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   */
+  sendMessage: {
+    path: "/keel.conversations.v1.ConversationService/SendMessage" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: SendMessageRequest): Buffer => Buffer.from(SendMessageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SendMessageRequest => SendMessageRequest.decode(value),
+    responseSerialize: (value: TurnEvent): Buffer => Buffer.from(TurnEvent.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TurnEvent => TurnEvent.decode(value),
+  },
+  /** Approves or denies a pending tool call (editor). Decided already: ABORTED (conflict); unknown: NOT_FOUND. */
+  decideApproval: {
+    path: "/keel.conversations.v1.ConversationService/DecideApproval" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DecideApprovalRequest): Buffer =>
+      Buffer.from(DecideApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecideApprovalRequest => DecideApprovalRequest.decode(value),
+    responseSerialize: (value: DecideApprovalResponse): Buffer =>
+      Buffer.from(DecideApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecideApprovalResponse => DecideApprovalResponse.decode(value),
+  },
+  /**
+   * Cancels the running turn (editor); it ends with turn.cancelled and its approvals are withdrawn.
+   * No turn running: ABORTED (conflict).
+   */
+  cancelTurn: {
+    path: "/keel.conversations.v1.ConversationService/CancelTurn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelTurnRequest): Buffer => Buffer.from(CancelTurnRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelTurnRequest => CancelTurnRequest.decode(value),
+    responseSerialize: (value: CancelTurnResponse): Buffer => Buffer.from(CancelTurnResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelTurnResponse => CancelTurnResponse.decode(value),
+  },
+} as const;
+
+export interface ConversationServiceServer extends UntypedServiceImplementation {
+  /** Starts a conversation with an agent (editor). */
+  createConversation: handleUnaryCall<CreateConversationRequest, CreateConversationResponse>;
+  /** Returns a conversation's state rebuilt from its event log (viewer). */
+  getConversation: handleUnaryCall<GetConversationRequest, GetConversationResponse>;
+  /** Lists the tenant's conversations, newest first, a page at a time (viewer). */
+  listConversations: handleUnaryCall<ListConversationsRequest, ListConversationsResponse>;
+  /**
+   * Adds a user message and streams the turn it starts until the turn ends (editor).
+   *
+   * The stream carries the same events, in the same order, as the HTTP turn stream. It stays
+   * open while the turn waits for an approval and ends after turn.completed, turn.failed or
+   * turn.cancelled. A caller that goes away does not stop the turn; only CancelTurn does.
+   * A busy conversation fails the call with ABORTED unless `if_busy` says otherwise.
+   *
+   * Frames are TurnEvent rather than a SendMessageResponse wrapper: the same frame is served by
+   * the HTTP stream and by keel.agent.v1.AgentService, so the gateway relays it unchanged.
+   * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+   */
+  sendMessage: handleServerStreamingCall<SendMessageRequest, TurnEvent>;
+  /** Approves or denies a pending tool call (editor). Decided already: ABORTED (conflict); unknown: NOT_FOUND. */
+  decideApproval: handleUnaryCall<DecideApprovalRequest, DecideApprovalResponse>;
+  /**
+   * Cancels the running turn (editor); it ends with turn.cancelled and its approvals are withdrawn.
+   * No turn running: ABORTED (conflict).
+   */
+  cancelTurn: handleUnaryCall<CancelTurnRequest, CancelTurnResponse>;
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;

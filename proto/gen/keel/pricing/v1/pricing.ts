@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import type { Metadata } from "@grpc/grpc-js";
+import type { handleUnaryCall, Metadata, UntypedServiceImplementation } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 import { Actor } from "../../events/v1/envelope.js";
@@ -1290,6 +1290,75 @@ export function PricingServiceControllerMethods() {
 }
 
 export const PRICING_SERVICE_NAME = "PricingService";
+
+/**
+ * Model prices and what a model call costs.
+ *
+ * Prices change over time; each price has the instant it takes effect, and costs are computed
+ * with the price in effect at the instant of the call.
+ */
+export type PricingServiceService = typeof PricingServiceService;
+export const PricingServiceService = {
+  /** Returns the price of one model. Unknown model: NOT_FOUND. */
+  getPrice: {
+    path: "/keel.pricing.v1.PricingService/GetPrice" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPriceRequest): Buffer => Buffer.from(GetPriceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPriceRequest => GetPriceRequest.decode(value),
+    responseSerialize: (value: GetPriceResponse): Buffer => Buffer.from(GetPriceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPriceResponse => GetPriceResponse.decode(value),
+  },
+  /** Lists every model with a known price, with the price in effect now. */
+  listModels: {
+    path: "/keel.pricing.v1.PricingService/ListModels" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListModelsRequest): Buffer => Buffer.from(ListModelsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListModelsRequest => ListModelsRequest.decode(value),
+    responseSerialize: (value: ListModelsResponse): Buffer => Buffer.from(ListModelsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListModelsResponse => ListModelsResponse.decode(value),
+  },
+  /** Computes the cost of one model call. An unknown model is not an error: no cost, a reason. */
+  computeCost: {
+    path: "/keel.pricing.v1.PricingService/ComputeCost" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ComputeCostRequest): Buffer => Buffer.from(ComputeCostRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ComputeCostRequest => ComputeCostRequest.decode(value),
+    responseSerialize: (value: ComputeCostResponse): Buffer => Buffer.from(ComputeCostResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ComputeCostResponse => ComputeCostResponse.decode(value),
+  },
+  /**
+   * Sets an operator's price for a model from an instant on (now or later, never in the past),
+   * recorded as an event: the history of prices is kept and costs already computed keep theirs.
+   * Callers are trusted platform services (the gateway checks the operator key).
+   */
+  setPrice: {
+    path: "/keel.pricing.v1.PricingService/SetPrice" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetPriceRequest): Buffer => Buffer.from(SetPriceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetPriceRequest => SetPriceRequest.decode(value),
+    responseSerialize: (value: SetPriceResponse): Buffer => Buffer.from(SetPriceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetPriceResponse => SetPriceResponse.decode(value),
+  },
+} as const;
+
+export interface PricingServiceServer extends UntypedServiceImplementation {
+  /** Returns the price of one model. Unknown model: NOT_FOUND. */
+  getPrice: handleUnaryCall<GetPriceRequest, GetPriceResponse>;
+  /** Lists every model with a known price, with the price in effect now. */
+  listModels: handleUnaryCall<ListModelsRequest, ListModelsResponse>;
+  /** Computes the cost of one model call. An unknown model is not an error: no cost, a reason. */
+  computeCost: handleUnaryCall<ComputeCostRequest, ComputeCostResponse>;
+  /**
+   * Sets an operator's price for a model from an instant on (now or later, never in the past),
+   * recorded as an event: the history of prices is kept and costs already computed keep theirs.
+   * Callers are trusted platform services (the gateway checks the operator key).
+   */
+  setPrice: handleUnaryCall<SetPriceRequest, SetPriceResponse>;
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;

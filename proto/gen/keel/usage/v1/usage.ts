@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import type { Metadata } from "@grpc/grpc-js";
+import type { handleUnaryCall, Metadata, UntypedServiceImplementation } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 
@@ -682,6 +682,42 @@ export function UsageServiceControllerMethods() {
 }
 
 export const USAGE_SERVICE_NAME = "UsageService";
+
+/**
+ * Token and cost usage of a tenant, rolled up by day, model or user.
+ *
+ * Served twice. The gateway's public gRPC server authenticates with an API key in the
+ * `authorization` metadata: a tenant key (viewer or above) reads its own tenant and leaves
+ * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`. The gateway then
+ * calls the audit service's UsageService (internal network only), which trusts `tenant_id` as
+ * given and requires it.
+ */
+export type UsageServiceService = typeof UsageServiceService;
+export const UsageServiceService = {
+  /**
+   * Returns totals and rows for a date range. Bad dates, `from` after `to`, a range over 366
+   * days, an unknown time zone or a missing tenant: INVALID_ARGUMENT, the field named first in
+   * the message.
+   */
+  getUsage: {
+    path: "/keel.usage.v1.UsageService/GetUsage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetUsageRequest): Buffer => Buffer.from(GetUsageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetUsageRequest => GetUsageRequest.decode(value),
+    responseSerialize: (value: GetUsageResponse): Buffer => Buffer.from(GetUsageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetUsageResponse => GetUsageResponse.decode(value),
+  },
+} as const;
+
+export interface UsageServiceServer extends UntypedServiceImplementation {
+  /**
+   * Returns totals and rows for a date range. Bad dates, `from` after `to`, a range over 366
+   * days, an unknown time zone or a missing tenant: INVALID_ARGUMENT, the field named first in
+   * the message.
+   */
+  getUsage: handleUnaryCall<GetUsageRequest, GetUsageResponse>;
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
