@@ -1,4 +1,4 @@
-// Issue 5's budget test through the public API: a tenant whose monthly budget fits exactly N turns
+// Budgets through the public API: a tenant whose monthly budget fits exactly N turns
 // sends 10×N messages at once (each to its own conversation) — at most N turns run, the rest are
 // refused with 402 budget_exceeded and leave nothing in their conversation; after the turns end,
 // the month's spend is N × the cost of one turn. Gateway, agent and tools run as processes on real

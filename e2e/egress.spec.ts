@@ -1,4 +1,5 @@
-// The two attacks of issue 10, reproduced against the platform as separate processes (gateway,
+// Two attacks a tenant admin tried: a provider baseUrl that would receive the platform key, and
+// webhooks aimed inside the platform. Reproduced against the platform as separate processes (gateway,
 // agent, tools on real NATS and MongoDB) with KEEL_EGRESS_ALLOW empty, as in production: a tenant
 // admin aims a provider baseUrl and webhook tools at a capture server on this machine, at cloud
 // metadata and private literals, and at a name that resolves to this machine. Every one is

@@ -1,5 +1,5 @@
-// Issue 11, item 3: the metrics an operator scrapes, moving during one tool turn. Every service as
-// its own process on NATS and FerretDB (the agent, tools, audit and pricing services each serve
+// The metrics an operator scrapes, moving during one tool turn. Every service as its own process
+// on NATS and FerretDB (the agent, tools, audit and pricing services each serve
 // GET /metrics on METRICS_PORT; the gateway on its HTTP port), scraped before and after a turn
 // whose model calls a built-in tool once and then answers. Then the dev mode (`npm start`): one
 // process, one /metrics, each series under the service that produced it.

@@ -1,4 +1,4 @@
-// Issue 5's pricing, end to end: the pricing and agent services as separate processes on real NATS
+// Pricing, end to end: the pricing and agent services as separate processes on real NATS
 // and FerretDB, the real @langchain/openai client against the test kit's fake provider reporting
 // usage with cached tokens. Each model call's UsageRecorded carries the catalogue cost (cached
 // tokens at the cache-read price), an operator's override prices later calls and leaves recorded

@@ -1,4 +1,4 @@
-// Issue 3's "must be shown", end to end: the agent and tools services as separate processes on real
+// The turn loop, end to end: the agent and tools services as separate processes on real
 // NATS and FerretDB, the real @langchain/openai client against the test kit's fake provider, and a
 // webhook that counts its effects per Idempotency-Key. Processes are SIGKILLed at the moments that
 // matter; every turn still completes and every tool call's effect happens once.

@@ -148,7 +148,7 @@ describe('tenant-aimed URLs (egress policy, API.md "Egress")', () => {
       const { field, message } = refusal(putProvider(provider, { baseUrl: 'https://attacker.example/v1' }));
       expect(field).toBe('apiKey');
       expect(message).toMatch(/^apiKey is required with baseUrl/);
-      // The attack of issue 10: the attacker's server, wherever it is, and no key of its own.
+      // The attack on the platform key: the attacker's server, wherever it is, and no key of its own.
       expect(refusal(putProvider(provider, { baseUrl: 'http://127.0.0.1:9999/v1' })).field).toBe('apiKey');
     }
     expect(putProvider('openai', { apiKey: sealed, baseUrl: 'https://llm.example.com/v1' })()).toHaveLength(
