@@ -1,9 +1,19 @@
-import type { Client, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import type { ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import type { KeelErrorCode } from '@keel/core';
 import { KeelError, UnavailableError } from '@keel/core';
-import { DEFAULT_GRPC_PORTS, PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import type {
+  ComputeCostRequest,
+  ComputeCostResponse,
+  GetPriceRequest,
+  GetPriceResponse,
+  ListModelsRequest,
+  ListModelsResponse,
+  SetPriceRequest,
+  SetPriceResponse,
+} from '@keel/proto/keel/pricing/v1/pricing';
+import { PricingServiceService } from '@keel/proto/keel/pricing/v1/pricing';
+import { DEFAULT_GRPC_PORTS, GrpcClient } from '@keel/runtime';
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Injectable } from '@nestjs/common';
 
@@ -39,44 +49,39 @@ export const pricingErrorOf = (failure: ServiceError): Error => {
   return failure;
 };
 
-type Callback = (error: ServiceError | null, response?: unknown) => void;
-type Unary = (request: object, metadata: Metadata, options: { deadline: Date }, callback: Callback) => void;
-
-/** A grpc-js client of keel.pricing.v1.PricingService for the gateway's pass-through. */
+/**
+ * A typed client of keel.pricing.v1.PricingService for the gateway's pass-through: each call
+ * carries the request id as `x-request-id` and a deadline, and fails with pricingErrorOf's error.
+ */
 @Injectable()
 export class PricingClient implements OnModuleDestroy {
-  private readonly client: Client;
+  private readonly client: GrpcClient;
 
-  constructor(
-    address: string = pricingAddressFromEnv(),
-    private readonly deadlineMs = PRICING_CALL_DEADLINE_MS,
-  ) {
-    const definition = loadSync('keel/pricing/v1/pricing.proto', {
-      ...PROTO_LOADER_OPTIONS,
-      includeDirs: [protoRoot()],
-    });
-    const root = loadPackageDefinition(definition) as unknown as {
-      keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
-    };
-    this.client = new root.keel.pricing.v1.PricingService(address, credentials.createInsecure());
+  constructor(address: string = pricingAddressFromEnv(), deadlineMs = PRICING_CALL_DEADLINE_MS) {
+    this.client = new GrpcClient(address, { deadlineMs, errorOf: pricingErrorOf });
   }
 
-  /** Calls `rpc` (proto-loader's camelCase name) with `request` as received; resolves its response. */
-  call(rpc: string, request: object, correlationId: string): Promise<unknown> {
-    const method = (this.client as unknown as Record<string, Unary | undefined>)[rpc];
-    if (!method) return Promise.reject(new Error(`PricingService has no RPC ${rpc}`));
-    const metadata = new Metadata();
-    metadata.set('x-request-id', correlationId);
-    const deadline = new Date(Date.now() + this.deadlineMs);
-    return new Promise((resolve, reject) => {
-      method.call(this.client, request, metadata, { deadline }, (error, response) => {
-        if (error) reject(pricingErrorOf(error));
-        else resolve(response);
-      });
-    });
+  getPrice(request: GetPriceRequest, correlationId: string): Promise<GetPriceResponse> {
+    return this.client.unary(PricingServiceService.getPrice, request, this.callOf(correlationId));
+  }
+
+  listModels(request: ListModelsRequest, correlationId: string): Promise<ListModelsResponse> {
+    return this.client.unary(PricingServiceService.listModels, request, this.callOf(correlationId));
+  }
+
+  computeCost(request: ComputeCostRequest, correlationId: string): Promise<ComputeCostResponse> {
+    return this.client.unary(PricingServiceService.computeCost, request, this.callOf(correlationId));
+  }
+
+  setPrice(request: SetPriceRequest, correlationId: string): Promise<SetPriceResponse> {
+    return this.client.unary(PricingServiceService.setPrice, request, this.callOf(correlationId));
   }
 
   onModuleDestroy(): void {
     this.client.close();
+  }
+
+  private callOf(correlationId: string) {
+    return { metadata: { 'x-request-id': correlationId } };
   }
 }

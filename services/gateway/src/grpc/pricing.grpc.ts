@@ -1,4 +1,10 @@
 import type { Metadata } from '@grpc/grpc-js';
+import type {
+  ComputeCostRequest,
+  GetPriceRequest,
+  ListModelsRequest,
+  SetPriceRequest,
+} from '@keel/proto/keel/pricing/v1/pricing';
 import type { KeelLogger } from '@keel/runtime';
 import { KEEL_LOGGER } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
@@ -31,31 +37,30 @@ export class PricingGrpcController {
   ) {}
 
   @GrpcMethod(SERVICE, 'GetPrice')
-  getPrice(request: object, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
+  getPrice(request: GetPriceRequest, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
     return this.forward('GetPrice', ANY_KEY, metadata, call, (caller) =>
-      this.pricing.call('getPrice', request, caller.requestId),
+      this.pricing.getPrice(request, caller.requestId),
     );
   }
 
   @GrpcMethod(SERVICE, 'ListModels')
-  listModels(request: object, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
+  listModels(request: ListModelsRequest, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
     return this.forward('ListModels', ANY_KEY, metadata, call, (caller) =>
-      this.pricing.call('listModels', request, caller.requestId),
+      this.pricing.listModels(request, caller.requestId),
     );
   }
 
   @GrpcMethod(SERVICE, 'ComputeCost')
-  computeCost(request: object, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
+  computeCost(request: ComputeCostRequest, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
     return this.forward('ComputeCost', ANY_KEY, metadata, call, (caller) =>
-      this.pricing.call('computeCost', request, caller.requestId),
+      this.pricing.computeCost(request, caller.requestId),
     );
   }
 
   @GrpcMethod(SERVICE, 'SetPrice')
-  setPrice(request: object, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
+  setPrice(request: SetPriceRequest, metadata?: Metadata, call?: HeaderSink): Observable<unknown> {
     return this.forward('SetPrice', OPERATOR, metadata, call, (caller) =>
-      this.pricing.call(
-        'setPrice',
+      this.pricing.setPrice(
         {
           ...request,
           actor: {
