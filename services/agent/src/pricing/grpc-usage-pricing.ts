@@ -1,7 +1,8 @@
-import type { Client, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import { DEFAULT_GRPC_PORTS, PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import type { ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
+import type { ComputeCostRequest } from '@keel/proto/keel/pricing/v1/pricing';
+import { PricingServiceService } from '@keel/proto/keel/pricing/v1/pricing';
+import { DEFAULT_GRPC_PORTS, GrpcClient } from '@keel/runtime';
 import type { PricedUsage, UsagePricing, UsageToPrice } from './usage-pricing.js';
 import { uncachedInputTokens } from './usage-pricing.js';
 
@@ -25,16 +26,6 @@ export interface PricingCallOptions {
   reconnectWaitMs?: number;
 }
 
-/** keel.pricing.v1.ComputeCostResponse as proto-loader decodes it (`oneofs: true`: the optional is set or absent). */
-interface ComputeCostResponse {
-  costUsd?: number;
-  reason?: string;
-  price?: { contextWindowTokens?: number };
-}
-
-type Callback = (error: ServiceError | null, response?: ComputeCostResponse) => void;
-type Unary = (request: object, metadata: Metadata, options: { deadline: Date }, callback: Callback) => void;
-
 const RETRIED = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
 
 /**
@@ -55,33 +46,23 @@ const CHANNEL_OPTIONS = {
  * `costUsd: null` and the reason; it never throws and never makes up a 0.
  */
 export class GrpcUsagePricing implements UsagePricing {
-  private readonly client: Client;
-  private readonly deadlineMs: number;
+  private readonly client: GrpcClient;
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly reconnectWaitMs: number;
 
   constructor(address: string = pricingAddressFromEnv(), options: PricingCallOptions = {}) {
-    const definition = loadSync('keel/pricing/v1/pricing.proto', {
-      ...PROTO_LOADER_OPTIONS,
-      includeDirs: [protoRoot()],
+    this.client = new GrpcClient(address, {
+      deadlineMs: options.deadlineMs ?? 1_500,
+      channelOptions: CHANNEL_OPTIONS,
     });
-    const root = loadPackageDefinition(definition) as unknown as {
-      keel: { pricing: { v1: { PricingService: ServiceClientConstructor } } };
-    };
-    this.client = new root.keel.pricing.v1.PricingService(
-      address,
-      credentials.createInsecure(),
-      CHANNEL_OPTIONS,
-    );
-    this.deadlineMs = options.deadlineMs ?? 1_500;
     this.attempts = Math.max(1, options.attempts ?? 2);
     this.backoffMs = options.backoffMs ?? 100;
     this.reconnectWaitMs = options.reconnectWaitMs ?? 1_000;
   }
 
   async price(usage: UsageToPrice): Promise<PricedUsage> {
-    const request = {
+    const request: ComputeCostRequest = {
       model: usage.model,
       inputTokens: uncachedInputTokens(usage),
       outputTokens: usage.completionTokens,
@@ -91,10 +72,10 @@ export class GrpcUsagePricing implements UsagePricing {
     };
     let lastError: ServiceError | undefined;
     for (let attempt = 1; attempt <= this.attempts; attempt++) {
-      if (lastError?.code === status.UNAVAILABLE) await this.channelReady(this.reconnectWaitMs);
+      if (lastError?.code === status.UNAVAILABLE) await this.client.waitForReady(this.reconnectWaitMs);
       else if (lastError) await sleep(this.backoffMs * 2 ** (attempt - 2));
       try {
-        const response = await this.computeCost(request);
+        const response = await this.client.unary(PricingServiceService.computeCost, request);
         const window = response.price?.contextWindowTokens;
         const windowTokens = window !== undefined && window > 0 ? window : null;
         if (typeof response.costUsd === 'number') return { costUsd: response.costUsd, windowTokens };
@@ -112,26 +93,9 @@ export class GrpcUsagePricing implements UsagePricing {
     };
   }
 
-  /** Resolves once the channel is connected, or after `ms` (a restarted service is reached at once). */
-  private channelReady(ms: number): Promise<void> {
-    return new Promise((resolve) => this.client.waitForReady(new Date(Date.now() + ms), () => resolve()));
-  }
-
   /** Closes the channel. */
   close(): void {
     this.client.close();
-  }
-
-  private computeCost(request: object): Promise<ComputeCostResponse> {
-    const method = (this.client as unknown as Record<string, Unary>)['computeCost'];
-    if (!method) return Promise.reject(new Error('PricingService has no RPC computeCost'));
-    const deadline = new Date(Date.now() + this.deadlineMs);
-    return new Promise((resolve, reject) => {
-      method.call(this.client, request, new Metadata(), { deadline }, (error, response) => {
-        if (error) reject(error);
-        else resolve(response ?? {});
-      });
-    });
   }
 }
 
