@@ -4,15 +4,19 @@ import { Caller } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { fail } from '../config/request-fields.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
-import type { UsageFigures, UsageRequest } from './audit-service.client.js';
+import type { UsageTotals } from '@keel/proto/keel/usage/v1/usage';
+import { GroupBy } from '@keel/proto/keel/usage/v1/usage';
 import { AuditServiceClient } from './audit-service.client.js';
 import { tenantOfRequest } from './tenant-of-request.js';
 
-const GROUP_BY: Record<string, UsageRequest['groupBy']> = {
-  day: 'GROUP_BY_DAY',
-  model: 'GROUP_BY_MODEL',
-  user: 'GROUP_BY_USER',
+const GROUP_BY: Record<string, GroupBy> = {
+  day: GroupBy.DAY,
+  model: GroupBy.MODEL,
+  user: GroupBy.USER,
 };
+
+/** The figures of a usage total or row as the HTTP API returns them. */
+type UsageFigures = UsageTotals;
 
 /** A query parameter given at most once, as a string (undefined when absent). */
 const single = (value: unknown, field: string): string | undefined => {
@@ -52,7 +56,7 @@ export class UsageController {
     const tz = single(query.tz, 'tz') ?? 'UTC';
     const groupByName = single(query.groupBy, 'groupBy') ?? 'day';
     const groupBy = Object.hasOwn(GROUP_BY, groupByName) ? GROUP_BY[groupByName] : undefined;
-    if (!groupBy)
+    if (groupBy === undefined)
       return fail('groupBy', `groupBy must be day, model or user, got ${JSON.stringify(groupByName)}`);
     const tenantId = await tenantOfRequest(caller, query.tenantId, this.directory);
     const answer = await this.audit.getUsage({ tenantId, from, to, tz: tz || 'UTC', groupBy });

@@ -10,7 +10,7 @@ import type { HeaderSink } from '../grpc/grpc-caller.js';
 import { GrpcCallerResolver } from '../grpc/grpc-caller.js';
 import { rpcErrorOf } from '../grpc/rpc-error.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
-import type { UsageRequest } from './audit-service.client.js';
+import { GroupBy, groupByFromJSON } from '@keel/proto/keel/usage/v1/usage';
 import { AuditServiceClient } from './audit-service.client.js';
 import { tenantOfRequest } from './tenant-of-request.js';
 
@@ -57,7 +57,7 @@ export class UsageGrpcController {
           from: request.from ?? '',
           to: request.to ?? '',
           tz: request.tz || 'UTC',
-          groupBy: (request.groupBy || 'GROUP_BY_DAY') as UsageRequest['groupBy'],
+          groupBy: request.groupBy ? groupByFromJSON(request.groupBy) : GroupBy.DAY,
         });
       } catch (error) {
         throw rpcErrorOf(error, this.logger, { rpc: 'UsageService.GetUsage', correlationId: requestId });
