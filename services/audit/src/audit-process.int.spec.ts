@@ -6,6 +6,8 @@
 // covered by the projector's unit spec).
 import type { EventData } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
+import type { AuditEntry } from '@keel/proto/keel/audit/v1/audit';
+import { GroupBy } from '@keel/proto/keel/usage/v1/usage';
 import type { ProcessHandle } from '@keel/testkit';
 import { eventually, freePort, mongoUrlFor, startProcess, testInfra, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -221,9 +223,9 @@ describe('the audit service process', () => {
 
       for (const tz of ['America/Los_Angeles', 'Asia/Kolkata', 'UTC']) {
         for (const [groupBy, name] of [
-          ['day', 'GROUP_BY_DAY'],
-          ['model', 'GROUP_BY_MODEL'],
-          ['user', 'GROUP_BY_USER'],
+          ['day', GroupBy.DAY],
+          ['model', GroupBy.MODEL],
+          ['user', GroupBy.USER],
         ] as const) {
           for (const tenantId of ['acme', 'globex']) {
             const answer = await client!.getUsage({ tenantId, ...range, tz, groupBy: name });
@@ -239,7 +241,7 @@ describe('the audit service process', () => {
         from: '2026-03-03',
         to: '2026-03-05',
         tz: 'Asia/Kolkata',
-        groupBy: 'GROUP_BY_USER',
+        groupBy: GroupBy.USER,
       });
       expect(kolkata).toEqual(
         bruteForceUsage(raw, 'acme', '2026-03-03', '2026-03-05', 'Asia/Kolkata', 'user'),
@@ -249,8 +251,8 @@ describe('the audit service process', () => {
       expect(la.rows).not.toEqual(utc.rows);
 
       // Each tenant sees its own users only.
-      const acmeUsers = await client!.getUsage({ tenantId: 'acme', ...range, groupBy: 'GROUP_BY_USER' });
-      const globexUsers = await client!.getUsage({ tenantId: 'globex', ...range, groupBy: 'GROUP_BY_USER' });
+      const acmeUsers = await client!.getUsage({ tenantId: 'acme', ...range, groupBy: GroupBy.USER });
+      const globexUsers = await client!.getUsage({ tenantId: 'globex', ...range, groupBy: GroupBy.USER });
       expect(acmeUsers.rows.map((r) => r.key)).toEqual(['ann', 'bob']);
       expect(globexUsers.rows.map((r) => r.key)).toEqual(['cid']);
 
@@ -266,7 +268,7 @@ describe('the audit service process', () => {
       expect(await refused({ tenantId: 'acme', from: '2026-13-01', to: '2026-03-01' })).toMatch(/^3 from /);
 
       // The trail: newest first, who/what/when/request id, paged by an opaque cursor, no secret.
-      const pages: Array<Record<string, unknown>> = [];
+      const pages: AuditEntry[] = [];
       let cursor = '';
       do {
         const page = await client!.listAuditEntries({ tenantId: 'acme', limit: 2, cursor });
@@ -372,7 +374,7 @@ describe('the audit service process', () => {
       // Nothing arrives late and counts twice.
       await new Promise((r) => setTimeout(r, 3_000));
       expect((await client!.getUsage(query)).totals).toEqual(expected);
-      const byUser = await client!.getUsage({ ...query, groupBy: 'GROUP_BY_USER' });
+      const byUser = await client!.getUsage({ ...query, groupBy: GroupBy.USER });
       expect(byUser.rows.map((r) => [r.key, r.turns])).toEqual([
         ['user-0', 334],
         ['user-1', 333],
