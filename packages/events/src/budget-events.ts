@@ -7,12 +7,6 @@ import type { EventData } from '@keel/core';
  */
 export const BUDGET_CATEGORY = 'budget';
 
-/**
- * Starts the message of every `budget_exceeded` refusal, so the gateway can tell a budget refusal
- * from another RESOURCE_EXHAUSTED status after the gRPC hop (a status carries a code and a message).
- */
-export const BUDGET_EXCEEDED_MARKER = 'budget_exceeded';
-
 /** A turn was admitted: `estimateUsd` is held against the month's budget until the turn settles. */
 export type BudgetReserved = EventData<
   'BudgetReserved',

@@ -1,12 +1,14 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
-import type { KeelErrorCode } from '@keel/core';
-import { KeelError, ValidationError } from '@keel/core';
+import { status as GrpcStatus, Metadata } from '@grpc/grpc-js';
+import type { KeelErrorCode, KeelErrorKind } from '@keel/core';
+import { KEEL_ERROR_KIND_KEY, KeelError, ValidationError, kindOf } from '@keel/core';
 import { RpcException } from '@nestjs/microservices';
 
 /** What a gRPC caller is told about a failed call: the status code and a message safe to send. */
 export interface GrpcErrorStatus {
   code: GrpcStatus;
   message: string;
+  /** What the code alone does not say (a conflict, a budget refusal), sent as the `keel-error` trailer. */
+  kind?: KeelErrorKind;
 }
 
 /** Where the cause of an INTERNAL error goes (pino-compatible), since the caller never sees it. */
@@ -32,20 +34,17 @@ const STATUS_OF_CODE: Readonly<Record<KeelErrorCode, GrpcStatus>> = {
 };
 
 /**
- * The gRPC status of an error, mapped once at the edge. A KeelError's code names its status,
- * except that a precondition marked as a conflict (`details.conflict`, e.g. a busy conversation
- * or a decided approval) is ABORTED, as HTTP answers it 409: the caller may retry after
- * re-reading. A validation error's message starts with the failing field. An INTERNAL KeelError or
- * any other error is INTERNAL with a generic message; its cause must be logged, not sent.
+ * The gRPC status of an error, mapped once at the edge. A KeelError's code names its status and
+ * its class the kind the receiving edge rebuilds (a ConflictError, a BudgetExceededError). A
+ * validation error's message starts with the failing field. An INTERNAL KeelError or any other
+ * error is INTERNAL with a generic message; its cause must be logged, not sent.
  */
 export function grpcStatusOf(error: unknown): GrpcErrorStatus {
   if (!(error instanceof KeelError) || error.code === 'INTERNAL') {
     return { code: GrpcStatus.INTERNAL, message: INTERNAL_ERROR_MESSAGE };
   }
-  if (error.code === 'FAILED_PRECONDITION' && error.details['conflict'] === true) {
-    return { code: GrpcStatus.ABORTED, message: messageOf(error) };
-  }
-  return { code: STATUS_OF_CODE[error.code], message: messageOf(error) };
+  const kind = kindOf(error);
+  return { code: STATUS_OF_CODE[error.code], message: statusMessageOf(error), ...(kind ? { kind } : {}) };
 }
 
 /**
@@ -56,7 +55,7 @@ export function grpcStatusOf(error: unknown): GrpcErrorStatus {
 export const MAX_STATUS_MESSAGE_CHARS = 1_000;
 
 /** A validation message that does not start with the field it is about gets the field in front. */
-const messageOf = (error: KeelError): string => {
+const statusMessageOf = (error: KeelError): string => {
   const field = error instanceof ValidationError ? error.field : error.details['field'];
   const message =
     typeof field !== 'string' || field === '' || error.message.startsWith(field)
@@ -80,5 +79,9 @@ export function toRpcException(
   if (error instanceof RpcException) return error;
   const mapped = grpcStatusOf(error);
   if (mapped.code === GrpcStatus.INTERNAL) logger?.error({ ...context, err: error }, 'gRPC call failed');
-  return new RpcException({ code: mapped.code, message: mapped.message });
+  if (!mapped.kind) return new RpcException({ code: mapped.code, message: mapped.message });
+  // grpc-js sends an error's `metadata` as the trailers of the status.
+  const metadata = new Metadata();
+  metadata.set(KEEL_ERROR_KIND_KEY, mapped.kind);
+  return new RpcException({ code: mapped.code, message: mapped.message, metadata });
 }

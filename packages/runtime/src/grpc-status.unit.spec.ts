@@ -1,7 +1,11 @@
+import type { Metadata } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import {
   AlreadyExistsError,
+  BudgetExceededError,
   ConcurrencyError,
+  ConflictError,
+  KEEL_ERROR_KIND_KEY,
   KeelError,
   NotFoundError,
   PermissionDeniedError,
@@ -35,11 +39,22 @@ describe('grpcStatusOf', () => {
     expect(grpcStatusOf(error)).toEqual({ code, message: error.message });
   });
 
-  it('answers a precondition marked as a conflict (busy conversation, decided approval) with ABORTED', () => {
-    const conflict = new PreconditionError('a turn is already running', {
-      details: { conflict: true, turnId: 't1' },
-    });
+  it('answers a conflict (busy conversation, decided approval) with ABORTED', () => {
+    const conflict = new ConflictError('a turn is already running', { details: { turnId: 't1' } });
     expect(grpcStatusOf(conflict)).toEqual({ code: status.ABORTED, message: 'a turn is already running' });
+  });
+
+  it('names a budget refusal in the keel-error trailer, beside RESOURCE_EXHAUSTED', () => {
+    const refusal = new BudgetExceededError('the monthly budget of 1 USD is used up');
+    expect(grpcStatusOf(refusal)).toEqual({
+      code: status.RESOURCE_EXHAUSTED,
+      message: refusal.message,
+      kind: 'budget_exceeded',
+    });
+    const sent = toRpcException(refusal).getError() as { code: number; metadata: Metadata };
+    expect(sent.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(sent.metadata.get(KEEL_ERROR_KIND_KEY)).toEqual(['budget_exceeded']);
+    expect(toRpcException(new ResourceExhaustedError('slow down')).getError()).not.toHaveProperty('metadata');
   });
 
   it('starts the message of a validation error with the failing field, once', () => {

@@ -1,4 +1,5 @@
 import type { EventBus, EventStore } from '@keel/core';
+import { messageOf } from '@keel/core';
 
 /** The outcome of one readiness probe of the store and the bus. */
 export interface ReadinessReport {
@@ -31,7 +32,7 @@ const withTimeout = async (work: () => Promise<unknown>, timeoutMs: number): Pro
     return {
       ok: false,
       latencyMs: Math.round(performance.now() - started),
-      error: error instanceof Error ? error.message : String(error),
+      error: messageOf(error),
     };
   } finally {
     clearTimeout(timer);

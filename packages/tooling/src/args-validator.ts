@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ValidationError } from '@keel/core';
+import { ValidationError, messageOf } from '@keel/core';
 import { _, Ajv } from 'ajv';
 import type { ErrorObject, Options, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -123,7 +123,7 @@ export class ArgsValidator {
     try {
       return { validate: this.#ajvFor(schema).compile(schema) };
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = messageOf(error);
       return {
         error: new ValidationError(`inputSchema is not a valid JSON Schema: ${reason}`, {
           field: 'inputSchema',

@@ -18,7 +18,3 @@ const writeLine = (level: string, fields: object, message: string): void => {
   );
   process.stderr.write(`${line}\n`);
 };
-
-/** The error's message for logs and dead letters (never its stack). */
-export const errorMessage = (error: unknown): string =>
-  error instanceof Error ? error.message : String(error);

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import type { BusLogger } from './bus-logger.js';
-import { errorMessage } from './bus-logger.js';
+import { messageOf } from '../errors/index.js';
 import type { ConsumerSettings } from './consumer-settings.js';
 import { backoffDelay } from './consumer-settings.js';
 import type { DeadLetterStore, DeliveryObserver, DeliveryOutcome, EventHandler, Inbox } from './event-bus.js';
@@ -94,8 +94,7 @@ const settle = async (message: BusMessage, context: DeliveryContext): Promise<De
     deliveryCount: message.deliveryCount,
     err: failure,
   };
-  if (message.deliveryCount >= settings.maxDeliver)
-    return deadLetter(message, context, errorMessage(failure));
+  if (message.deliveryCount >= settings.maxDeliver) return deadLetter(message, context, messageOf(failure));
   context.logger.warn(fields, 'event handler failed; will redeliver');
   message.nak(backoffDelay(settings.backoffMs, message.deliveryCount));
   return 'retry';

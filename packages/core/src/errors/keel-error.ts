@@ -69,8 +69,18 @@ export class AlreadyExistsError extends KeelError {
   }
 }
 
+/**
+ * The request lost to the resource's current state (a busy conversation, a decided approval, a
+ * reused Idempotency-Key): gRPC ABORTED, HTTP 409 `conflict`. Re-reading may show what to do.
+ */
+export class ConflictError extends KeelError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('ABORTED', message, options);
+  }
+}
+
 /** Optimistic concurrency lost: the stream is not at the version the writer expected. */
-export class ConcurrencyError extends KeelError {
+export class ConcurrencyError extends ConflictError {
   constructor(
     readonly streamName: string,
     readonly expected: string | number,
@@ -78,7 +88,6 @@ export class ConcurrencyError extends KeelError {
     options?: { cause?: unknown },
   ) {
     super(
-      'ABORTED',
       `stream ${streamName}: expected version ${String(expected)}, actual ${actual === undefined ? 'unknown' : actual}`,
       { cause: options?.cause, details: { streamName, expected, actual } },
     );
@@ -113,6 +122,9 @@ export class ResourceExhaustedError extends KeelError {
   }
 }
 
+/** The tenant's budget is used up: HTTP 402 `budget_exceeded`, not 429 (waiting does not help). */
+export class BudgetExceededError extends ResourceExhaustedError {}
+
 /** A dependency (store, bus, provider) cannot be reached now; retrying later may work. */
 export class UnavailableError extends KeelError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
@@ -123,3 +135,20 @@ export class UnavailableError extends KeelError {
 /** True for errors the caller may retry as they are (conflicts, unavailability). */
 export const isRetryable = (error: unknown): boolean =>
   error instanceof ConcurrencyError || error instanceof UnavailableError;
+
+/**
+ * What a status code alone does not tell apart, named on the wire beside it (the gRPC trailer
+ * `keel-error`) so the receiving edge rebuilds the same class. ABORTED needs none: it is always a
+ * ConflictError.
+ */
+export type KeelErrorKind = 'budget_exceeded';
+
+/** The gRPC trailer that carries a KeelErrorKind. */
+export const KEEL_ERROR_KIND_KEY = 'keel-error';
+
+/** The kind of an error that needs one on the wire. */
+export const kindOf = (error: KeelError): KeelErrorKind | undefined =>
+  error instanceof BudgetExceededError ? 'budget_exceeded' : undefined;
+
+/** The message of anything thrown, for a log line or a test: an Error's message, else its string. */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));

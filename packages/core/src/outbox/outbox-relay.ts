@@ -1,3 +1,4 @@
+import { messageOf } from '../errors/index.js';
 import type { EventBus } from '../bus/index.js';
 import type { EventStore } from '../event-store/index.js';
 import type { RecordedEvent } from '../typing/index.js';
@@ -178,7 +179,7 @@ export class OutboxRelay {
         woken = this.wakes !== wakes;
         delete this.stats.lastError;
       } catch (error) {
-        this.stats.lastError = error instanceof Error ? error.message : String(error);
+        this.stats.lastError = messageOf(error);
         this.options.logger?.error({ err: error }, 'outbox round failed; retrying');
         await sleep(500, signal);
       }

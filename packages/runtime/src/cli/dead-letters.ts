@@ -9,7 +9,7 @@
  * printed); `replay` redelivers the event to its consumer only, which marks it replayed once handled.
  */
 import { parseArgs } from 'node:util';
-import { KeelError } from '@keel/core';
+import { KeelError, messageOf } from '@keel/core';
 import { loadConfig } from '../config.js';
 import { createInfrastructure } from '../infrastructure.js';
 import { createLogger } from '../logger.js';
@@ -34,7 +34,7 @@ const { positionals, values } = (() => {
       },
     });
   } catch (error) {
-    return fail(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`, 2);
+    return fail(`${messageOf(error)}\n${USAGE}`, 2);
   }
 })();
 const [command, id] = positionals;

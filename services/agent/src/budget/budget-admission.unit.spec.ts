@@ -1,10 +1,15 @@
-import { InMemoryEventBus, InMemoryEventStore, PreconditionError, ValidationError } from '@keel/core';
+import {
+  BudgetExceededError,
+  ConflictError,
+  InMemoryEventBus,
+  InMemoryEventStore,
+  ValidationError,
+} from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { CallContext } from '../runtime/context.js';
 import { ConversationService } from '../runtime/conversation.service.js';
 import { TenantConfigService } from '../runtime/tenant-config.service.js';
 import { BudgetDirectory } from './budget-directory.js';
-import { BudgetExceededError } from './budget.decider.js';
 import { TurnBudgets } from './turn-budgets.js';
 
 const ctx: CallContext = {
@@ -65,7 +70,7 @@ describe('budget admission on the agent send path (HTTP and gRPC both submit thr
   it('reserves nothing for a busy conversation (ifBusy reject) or bad input', async () => {
     const { conversations, id, budgetEvents } = await setup(5);
     const first = await conversations.send(ctx, id, { content: 'hello' });
-    await expect(conversations.send(ctx, id, { content: 'again' })).rejects.toBeInstanceOf(PreconditionError);
+    await expect(conversations.send(ctx, id, { content: 'again' })).rejects.toBeInstanceOf(ConflictError);
     await expect(conversations.send(ctx, id, { content: '   ', ifBusy: 'enqueue' })).rejects.toBeInstanceOf(
       ValidationError,
     );

@@ -1,7 +1,6 @@
 import type { Decider } from '@keel/core';
-import { ResourceExhaustedError, ValidationError } from '@keel/core';
+import { BudgetExceededError, ValidationError } from '@keel/core';
 import type { BudgetEvent } from '@keel/events';
-import { BUDGET_EXCEEDED_MARKER } from '@keel/events';
 
 /**
  * A tenant's spending in one calendar month (UTC). Amounts are kept in integer nano-USD, so sums
@@ -34,13 +33,6 @@ export type BudgetCommand =
     }
   | { type: 'SettleTurn'; turnId: string; costUsd: number; unpricedSteps: number; at: string }
   | { type: 'ReleaseTurn'; turnId: string; reason: 'submit_refused' | 'no_usage' | 'orphaned'; at: string };
-
-/** A new turn refused because the month's budget is used up: HTTP 402 `budget_exceeded`. */
-export class BudgetExceededError extends ResourceExhaustedError {
-  constructor(message: string, details: Record<string, unknown>) {
-    super(`${BUDGET_EXCEEDED_MARKER}: ${message}`, { details: { ...details, budget: true } });
-  }
-}
 
 const NANOS_PER_USD = 1_000_000_000;
 
@@ -75,7 +67,7 @@ const decide = (command: BudgetCommand, state: MonthBudget): BudgetEvent[] => {
         const reservedUsd = toUsd(state.reservedNanos);
         throw new BudgetExceededError(
           `the monthly budget of ${monthlyUsd} USD is used up for ${month} (UTC): ${spentUsd} USD spent, ${reservedUsd} USD reserved by running turns`,
-          { month, monthlyUsd, spentUsd, reservedUsd },
+          { details: { month, monthlyUsd, spentUsd, reservedUsd } },
         );
       }
       const estimateUsd = toUsd(Math.max(toNanos(reserveUsd), state.maxTurnNanos));

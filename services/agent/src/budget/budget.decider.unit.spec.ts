@@ -1,9 +1,9 @@
-import { ValidationError } from '@keel/core';
+import { BudgetExceededError, ValidationError } from '@keel/core';
 import { DeciderSpec } from '@keel/core/testing';
 import type { BudgetEvent, BudgetReleased, BudgetReserved, BudgetSettled } from '@keel/events';
 import { describe, expect, it } from 'vitest';
 import type { BudgetCommand } from './budget.decider.js';
-import { BudgetExceededError, budgetDecider } from './budget.decider.js';
+import { budgetDecider } from './budget.decider.js';
 
 const spec = DeciderSpec.for(budgetDecider);
 const at = '2026-11-21T10:00:00.000Z';
@@ -46,7 +46,7 @@ describe('budget decider: admission', () => {
     spec
       .given([reserved('t1'), reserved('t2'), reserved('t3')])
       .when(reserve('t4'))
-      .thenThrows(BudgetExceededError, /^budget_exceeded: .*0\.15 USD is used up for 2026-11 \(UTC\)/);
+      .thenThrows(BudgetExceededError, /^the monthly budget of .*0\.15 USD is used up for 2026-11 \(UTC\)/);
   });
 
   it('counts spend like reservations: settled turns fill the budget too', () => {
@@ -87,7 +87,6 @@ describe('budget decider: admission', () => {
     expect(thrown).toBeInstanceOf(BudgetExceededError);
     expect((thrown as BudgetExceededError).code).toBe('RESOURCE_EXHAUSTED');
     expect((thrown as BudgetExceededError).details).toMatchObject({
-      budget: true,
       month: '2026-11',
       monthlyUsd: 0.1,
       spentUsd: 0.1,

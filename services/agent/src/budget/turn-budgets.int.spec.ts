@@ -1,8 +1,9 @@
+import { BudgetExceededError } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
 import { mongoUrlFor, testInfra, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BudgetDirectory } from './budget-directory.js';
-import { BudgetExceededError, toUsd } from './budget.decider.js';
+import { toUsd } from './budget.decider.js';
 import { TurnBudgets } from './turn-budgets.js';
 
 const mongoUrl = mongoUrlFor(uniqueName('budgets'), testInfra().mongoUrl);

@@ -1,11 +1,10 @@
 import type { EventMetadata, EventStore } from '@keel/core';
-import { streamName } from '@keel/core';
+import { BudgetExceededError, streamName } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { BudgetDirectory } from './budget-directory.js';
 import { BudgetLog } from './budget-log.js';
 import { budgetMonthOf } from './budget-month.js';
 import type { BudgetCommand, MonthBudget } from './budget.decider.js';
-import { BudgetExceededError } from './budget.decider.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface BudgetLogger {

@@ -1,10 +1,10 @@
 import type { EventStore } from '@keel/core';
-import { InMemoryEventBus, InMemoryEventStore, PreconditionError } from '@keel/core';
+import { BudgetExceededError, InMemoryEventBus, InMemoryEventStore, PreconditionError } from '@keel/core';
 import { eventuallyTrue } from '@keel/core/testing';
 import { describe, expect, it } from 'vitest';
 import { BudgetDirectory } from './budget-directory.js';
 import { BudgetSettlement } from './budget-settlement.js';
-import { BudgetExceededError, toUsd } from './budget.decider.js';
+import { toUsd } from './budget.decider.js';
 import { TurnBudgets } from './turn-budgets.js';
 
 // Reservations are stamped now: an old one whose turn is in no conversation is reclaimed as an orphan.

@@ -1,5 +1,5 @@
 import type { Decider } from '@keel/core';
-import { NotFoundError, PreconditionError, ValidationError, fold } from '@keel/core';
+import { ConflictError, NotFoundError, ValidationError, fold } from '@keel/core';
 import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
 import type { ConversationCommand } from './conversation.commands.js';
 import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
@@ -10,9 +10,9 @@ import { nextPhase } from '../guard/tool-guard.js';
 export const MAX_MESSAGE_CHARS = 200_000;
 
 /** Raised when a conversation is busy or an approval is already decided: HTTP 409 `conflict`. */
-export class ConversationConflictError extends PreconditionError {
+export class ConversationConflictError extends ConflictError {
   constructor(message: string, details: Record<string, unknown> = {}) {
-    super(message, { details: { ...details, conflict: true } });
+    super(message, { details });
   }
 }
 

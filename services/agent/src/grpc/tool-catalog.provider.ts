@@ -1,4 +1,5 @@
 import { ArgsValidator, BUILTIN_TOOLS } from '@keel/tooling';
+import { messageOf } from '@keel/core';
 import type { BuiltinToolInfo, ToolCatalog } from '../runtime/tool-catalog.js';
 
 /** Nest injection token of the agent's ToolCatalog. */
@@ -23,7 +24,7 @@ export class AjvToolCatalog implements ToolCatalog {
       return verdict.ok ? [] : verdict.errors;
     } catch (error) {
       // A schema that does not compile must not fail the turn: the model learns the tool is broken.
-      return [{ path: '$', message: error instanceof Error ? error.message : String(error) }];
+      return [{ path: '$', message: messageOf(error) }];
     }
   }
 

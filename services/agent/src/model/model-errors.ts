@@ -1,4 +1,4 @@
-import { KeelError, ResourceExhaustedError, UnavailableError, ValidationError } from '@keel/core';
+import { KeelError, ResourceExhaustedError, UnavailableError, ValidationError, messageOf } from '@keel/core';
 
 /** The error a model call rejects with once its signal aborted: `name` is `AbortError`, as `fetch` does. */
 export const abortError = (signal: AbortSignal): Error => {
@@ -53,7 +53,7 @@ const NETWORK_ERROR_CODES = new Set([
  */
 export const toModelError = (error: unknown, provider: string, secrets: Array<string | undefined>): Error => {
   if (error instanceof KeelError) return error;
-  const raw = error instanceof Error ? error.message : String(error);
+  const raw = messageOf(error);
   const message = redact(raw, secrets);
   const cause = message === raw ? error : undefined;
   const status = httpStatus(error);

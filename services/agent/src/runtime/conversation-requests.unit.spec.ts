@@ -2,7 +2,7 @@
 // this instance or a fresh one, i.e. another process with no cache) gets the first outcome and
 // writes nothing, also when retries race the first request; the budget keeps no reservation for
 // a retry.
-import { InMemoryEventBus, InMemoryEventStore, PreconditionError } from '@keel/core';
+import { ConflictError, InMemoryEventBus, InMemoryEventStore } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { acceptedRequestOf } from '../grpc/accepted-request.js';
 import { BudgetDirectory } from '../budget/budget-directory.js';
@@ -145,7 +145,7 @@ describe('conversation requests with an Idempotency-Key', () => {
     const cancelKey = acceptedRequestOf('CancelTurn', 'x1', {});
     expect(await a.cancel(ctx, id, cancelKey)).toEqual({ turnId });
     expect(await b.cancel(ctx, id, cancelKey)).toEqual({ turnId });
-    await expect(b.cancel(ctx, id)).rejects.toBeInstanceOf(PreconditionError);
+    await expect(b.cancel(ctx, id)).rejects.toBeInstanceOf(ConflictError);
     expect((await read(`conversation-${id}`)).filter((e) => e.type === 'TurnCancelled')).toHaveLength(1);
   });
 });

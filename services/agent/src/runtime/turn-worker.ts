@@ -6,7 +6,7 @@ import type {
   EventStore,
   RecordedEvent,
 } from '@keel/core';
-import { KeelError, exceedsJsonDepth, ownValue, parseStreamName, uuidv7 } from '@keel/core';
+import { KeelError, exceedsJsonDepth, messageOf, ownValue, parseStreamName, uuidv7 } from '@keel/core';
 import type { ToolCallExecuted } from '@keel/events';
 import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
@@ -220,13 +220,7 @@ export class TurnWorker {
           : error instanceof KeelError
             ? `provider_${error.code.toLowerCase()}`
             : 'provider_error';
-      await this.fail(
-        ctx,
-        conversationId,
-        turn,
-        code,
-        error instanceof Error ? error.message : String(error),
-      );
+      await this.fail(ctx, conversationId, turn, code, messageOf(error));
       return;
     } finally {
       if (this.inFlight.get(key)?.controller === controller) this.inFlight.delete(key);

@@ -3,7 +3,7 @@
 import type { ServiceClientConstructor, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import { loadPackageDefinition, Server, ServerCredentials, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { NotFoundError, PreconditionError, UnavailableError, ValidationError } from '@keel/core';
+import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '@keel/core';
 import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 import { freePort } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,8 +78,8 @@ describe('AgentClient', () => {
     const conflict = await client
       .call('cancelTurn', context, { request: { conversationId: 'c-1' } })
       .catch((e: unknown) => e);
-    expect(conflict).toBeInstanceOf(PreconditionError);
-    expect(conflict).toMatchObject({ message: 'no turn is running', details: { conflict: true } });
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict).toMatchObject({ message: 'no turn is running' });
     await expect(
       client.call('getConversation', context, { request: { conversationId: 'x' } }),
     ).rejects.toBeInstanceOf(NotFoundError);

@@ -1,7 +1,10 @@
 import { status } from '@grpc/grpc-js';
-import type { KeelError } from '@keel/core';
+import type { KeelError, KeelErrorKind } from '@keel/core';
 import {
   AlreadyExistsError,
+  BudgetExceededError,
+  ConflictError,
+  KEEL_ERROR_KIND_KEY,
   NotFoundError,
   PermissionDeniedError,
   PreconditionError,
@@ -9,31 +12,28 @@ import {
   UnavailableError,
   ValidationError,
 } from '@keel/core';
-import { BUDGET_EXCEEDED_MARKER } from '@keel/events';
 
-/** The part of a grpc-js ServiceError the mapping reads. */
+/** The part of a grpc-js ServiceError the mapping reads (`metadata`: the status trailers). */
 export interface GrpcFailure {
   code?: number;
   details?: string;
   message?: string;
+  metadata?: { get(key: string): unknown[] };
 }
 
-/**
- * The agent's budget refusal: RESOURCE_EXHAUSTED whose message starts with the budget marker
- * (a status carries only a code and a message), answered 402 `budget_exceeded` with the marker cut.
- */
-const budgetRefusal = (message: string, cause: GrpcFailure): KeelError | undefined => {
-  const marker = `${BUDGET_EXCEEDED_MARKER}: `;
-  if (!message.startsWith(marker)) return undefined;
-  return new ResourceExhaustedError(message.slice(marker.length), { cause, details: { budget: true } });
+/** The kind the server's edge named in the `keel-error` trailer, if any. */
+const kindOf = (failure: GrpcFailure): KeelErrorKind | undefined => {
+  const [kind] = failure.metadata?.get(KEEL_ERROR_KIND_KEY) ?? [];
+  return kind === 'budget_exceeded' ? kind : undefined;
 };
 
 /**
  * The KeelError a failed agent call is answered with at the HTTP edge, so the problem filter
  * renders it: the agent's message is kept (it names the field and never holds secrets), ABORTED
- * is a conflict (409), an unreachable or slow agent is unavailable (503). Anything else (INTERNAL,
- * UNKNOWN, UNIMPLEMENTED, a gateway-side mistake like UNAUTHENTICATED) is undefined: a server
- * fault, logged and answered 500.
+ * is a conflict (409), RESOURCE_EXHAUSTED with the `budget_exceeded` trailer a budget refusal
+ * (402), an unreachable or slow agent is unavailable (503). Anything else (INTERNAL, UNKNOWN,
+ * UNIMPLEMENTED, a gateway-side mistake like UNAUTHENTICATED) is undefined: a server fault,
+ * logged and answered 500.
  */
 export const keelErrorOf = (failure: GrpcFailure): KeelError | undefined => {
   const message = failure.details || failure.message || 'agent call failed';
@@ -44,7 +44,7 @@ export const keelErrorOf = (failure: GrpcFailure): KeelError | undefined => {
     case status.NOT_FOUND:
       return new NotFoundError(message, { cause });
     case status.ABORTED:
-      return new PreconditionError(message, { cause, details: { conflict: true } });
+      return new ConflictError(message, { cause });
     case status.ALREADY_EXISTS:
       return new AlreadyExistsError(message, { cause });
     case status.FAILED_PRECONDITION:
@@ -52,7 +52,9 @@ export const keelErrorOf = (failure: GrpcFailure): KeelError | undefined => {
     case status.PERMISSION_DENIED:
       return new PermissionDeniedError(message, { cause });
     case status.RESOURCE_EXHAUSTED:
-      return budgetRefusal(message, cause) ?? new ResourceExhaustedError(message, { cause });
+      return kindOf(failure) === 'budget_exceeded'
+        ? new BudgetExceededError(message, { cause })
+        : new ResourceExhaustedError(message, { cause });
     case status.UNAVAILABLE:
     case status.DEADLINE_EXCEEDED:
       return new UnavailableError('the agent service is unavailable, retry later', { cause });

@@ -4,8 +4,9 @@ import { problemOf } from '../http/problem.js';
 import { keelErrorOf } from './grpc-errors.js';
 
 /** The problem a failed agent call is answered with at the HTTP edge. */
-const answered = (code: number, details: string) => {
-  const error = keelErrorOf({ code, details });
+const answered = (code: number, details: string, trailers: Record<string, string> = {}) => {
+  const metadata = { get: (key: string) => (key in trailers ? [trailers[key]] : []) };
+  const error = keelErrorOf({ code, details, metadata });
   return error === undefined ? undefined : problemOf(error).problem;
 };
 
@@ -35,11 +36,12 @@ describe('keelErrorOf: agent statuses as the HTTP edge answers them', () => {
     });
   });
 
-  it("answers the agent's budget refusal as 402 budget_exceeded, without the marker", () => {
+  it("answers the agent's budget refusal (the keel-error trailer names it) as 402 budget_exceeded", () => {
     expect(
       answered(
         status.RESOURCE_EXHAUSTED,
-        'budget_exceeded: the monthly budget of 1 USD is used up for 2026-11 (UTC): 1 USD spent, 0 USD reserved by running turns',
+        'the monthly budget of 1 USD is used up for 2026-11 (UTC): 1 USD spent, 0 USD reserved by running turns',
+        { 'keel-error': 'budget_exceeded' },
       ),
     ).toMatchObject({
       status: 402,

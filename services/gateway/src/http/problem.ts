@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { KeelErrorCode } from '@keel/core';
-import { KeelError, ValidationError } from '@keel/core';
+import { BudgetExceededError, ConflictError, KeelError, ValidationError } from '@keel/core';
 
 /** The stable machine words of API.md's error contract, plus `internal` for a server fault. */
 export type ProblemCode =
@@ -102,13 +102,10 @@ export function problemOf(error: unknown): { problem: Problem; internal: boolean
   if (error instanceof KeelError) {
     if (error.code === 'INTERNAL')
       return { problem: problem(500, 'internal', INTERNAL_DETAIL), internal: true };
-    if (
-      (error.code === 'FAILED_PRECONDITION' || error.code === 'ABORTED') &&
-      error.details['conflict'] === true
-    ) {
+    if (error instanceof ConflictError) {
       return { problem: problem(409, 'conflict', error.message), internal: false };
     }
-    if (error.code === 'RESOURCE_EXHAUSTED' && error.details['budget'] === true) {
+    if (error instanceof BudgetExceededError) {
       return { problem: problem(402, 'budget_exceeded', error.message), internal: false };
     }
     const [status, code] = KEEL_STATUS[error.code];

@@ -1,5 +1,7 @@
 import {
+  BudgetExceededError,
   ConcurrencyError,
+  ConflictError,
   KeelError,
   NotFoundError,
   PermissionDeniedError,
@@ -22,12 +24,12 @@ describe('problemOf (the HTTP error contract)', () => {
       [new ValidationError('too long', { field: 'name' }), 400, 'invalid_request'],
       [new NotFoundError('no such tenant'), 404, 'not_found'],
       [new ConcurrencyError('tenants-registry', 3, 4), 409, 'conflict'],
-      [new PreconditionError('turn running', { details: { conflict: true } }), 409, 'conflict'],
+      [new ConflictError('turn running'), 409, 'conflict'],
       [new PreconditionError('not allowed now'), 400, 'invalid_request'],
       [new PermissionDeniedError('operator only'), 403, 'forbidden'],
       [new UnauthenticatedError(), 401, 'unauthenticated'],
       [new ResourceExhaustedError('slow down'), 429, 'rate_limited'],
-      [new ResourceExhaustedError('over budget', { details: { budget: true } }), 402, 'budget_exceeded'],
+      [new BudgetExceededError('over budget'), 402, 'budget_exceeded'],
       [new UnavailableError('store down'), 503, 'unavailable'],
     ];
     for (const [error, status, code] of cases) {

@@ -3,7 +3,7 @@ import { Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import { from, lastValueFrom, map } from 'rxjs';
-import { PreconditionError } from '@keel/core';
+import { ConflictError } from '@keel/core';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import { IDEMPOTENT_REPLAY_HEADER } from './idempotency-key.js';
 import type { IdempotentRequest } from './idempotency.service.js';
@@ -37,10 +37,10 @@ const holdsSecret = (body: unknown): boolean =>
 const recordOf = (body: unknown): RecordedResponse =>
   holdsSecret(body) ? { body: null, secretShownOnce: true } : { body: body ?? null };
 
-const secretNotKept = (): PreconditionError =>
-  new PreconditionError(
+const secretNotKept = (): ConflictError =>
+  new ConflictError(
     'Idempotency-Key: the first request with this key succeeded; its response held a secret that is shown once and not kept',
-    { details: { conflict: true, field: 'Idempotency-Key' } },
+    { details: { field: 'Idempotency-Key' } },
   );
 
 /** The part of Fastify's reply the interceptor sets a header on. */

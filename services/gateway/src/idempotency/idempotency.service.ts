@@ -1,4 +1,4 @@
-import { KeelError, PreconditionError } from '@keel/core';
+import { ConflictError, KeelError } from '@keel/core';
 import type { IdempotencyStore } from '@keel/core';
 import { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
@@ -205,5 +205,5 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-const conflict = (message: string): PreconditionError =>
-  new PreconditionError(message, { details: { conflict: true, field: 'Idempotency-Key' } });
+const conflict = (message: string): ConflictError =>
+  new ConflictError(message, { details: { field: 'Idempotency-Key' } });

@@ -45,8 +45,8 @@ describe('IdempotencyService.once', () => {
     expect(await service.once(target('k'), async () => 'ok')).toEqual({ replayed: false, result: 'ok' });
     await expect(service.once(target('k', { a: 2 }), async () => 'again')).rejects.toThrow(
       expect.objectContaining({
-        code: 'FAILED_PRECONDITION',
-        details: expect.objectContaining({ conflict: true, field: 'Idempotency-Key' }),
+        code: 'ABORTED',
+        details: expect.objectContaining({ field: 'Idempotency-Key' }),
       }),
     );
   });
@@ -56,7 +56,8 @@ describe('IdempotencyService.once after an unknown outcome', () => {
   const unavailable = () =>
     Promise.reject(new UnavailableError('the agent service is unavailable, retry later'));
   const conflictNamingKey = expect.objectContaining({
-    details: expect.objectContaining({ conflict: true, field: 'Idempotency-Key' }),
+    code: 'ABORTED',
+    details: expect.objectContaining({ field: 'Idempotency-Key' }),
   });
 
   it('keeps the claim when the work may have been done: a retry does not run it again', async () => {

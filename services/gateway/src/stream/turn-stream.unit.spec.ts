@@ -1,8 +1,8 @@
 import {
+  ConflictError,
   InMemoryEphemeralChannel,
   InMemoryEventStore,
   InMemoryIdempotencyStore,
-  PreconditionError,
 } from '@keel/core';
 import type { Infrastructure } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
@@ -177,7 +177,7 @@ describe('TurnStreamService', () => {
   it('frees the key when the agent refuses, so a retry submits again; refuses a malformed key', async () => {
     let refuse = true;
     const { calls, service } = setup(async () => {
-      if (refuse) throw new PreconditionError('busy', { details: { conflict: true } });
+      if (refuse) throw new ConflictError('busy');
       return { turnId: 'u9', version: 3 };
     });
     const request = {
@@ -197,16 +197,14 @@ describe('TurnStreamService', () => {
   });
 
   it('rejects before any frame when the agent refuses the message', async () => {
-    const { service } = setup(() =>
-      Promise.reject(new PreconditionError('a turn is already running', { details: { conflict: true } })),
-    );
+    const { service } = setup(() => Promise.reject(new ConflictError('a turn is already running')));
     await expect(
       service.sendAndStream(
         caller,
         { conversationId, content: 'hi', ifBusy: 'IF_BUSY_REJECT' },
         new AbortController().signal,
       ),
-    ).rejects.toBeInstanceOf(PreconditionError);
+    ).rejects.toBeInstanceOf(ConflictError);
   });
 
   it('stops reading when the signal aborts or the gateway shuts down, without ending the turn', async () => {
