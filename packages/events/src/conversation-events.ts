@@ -225,3 +225,10 @@ export const CONVERSATION_EVENT_TYPES = [
   'TurnFailed',
   'TurnCancelled',
 ] as const satisfies ReadonlyArray<ConversationEvent['type']>;
+
+/** The turn an event belongs to, when its data names one (most conversation events do). */
+export const turnIdOf = (event: { data: unknown }): string | undefined => {
+  const { data } = event;
+  if (typeof data !== 'object' || data === null || !('turnId' in data)) return undefined;
+  return typeof data.turnId === 'string' ? data.turnId : undefined;
+};

@@ -2,6 +2,7 @@ import { ConcurrencyError } from '../errors/index.js';
 import type { AppendResult, EventStore } from '../event-store/index.js';
 import type { EventData, EventMetadata, RecordedEvent } from '../typing/index.js';
 import type { Decider } from './decider.js';
+import { foldRecorded } from './decider.js';
 
 /** Settings of a command handler. */
 export interface CommandHandlerOptions {
@@ -59,8 +60,7 @@ export class CommandHandler<State, Command, Event extends EventData> {
       : undefined;
     const from = snapshot ? snapshot.version + 1 : 1;
     const events = await this.store.read(tenantId, streamName, { fromVersion: from });
-    let state = snapshot ? snapshot.state : this.decider.initialState();
-    for (const event of events) state = this.decider.evolve(state, event as unknown as Event);
+    const state = foldRecorded(this.decider, events, snapshot ? snapshot.state : this.decider.initialState());
     const version = events.length > 0 ? events[events.length - 1]!.version : (snapshot?.version ?? 0);
     return { state, version, eventsFolded: events.length, fromSnapshot: snapshot !== undefined };
   }
@@ -82,8 +82,7 @@ export class CommandHandler<State, Command, Event extends EventData> {
           expectedVersion: loaded.version,
           ...(options.commitId ? { commitId: options.commitId } : {}),
         });
-        let state = loaded.state;
-        for (const event of append.events) state = this.decider.evolve(state, event as unknown as Event);
+        const state = foldRecorded(this.decider, append.events, loaded.state);
         await this.maybeSnapshot(tenantId, streamName, state, append.nextExpectedVersion, loaded);
         return { state, version: append.nextExpectedVersion, events: append.events, append };
       } catch (error) {

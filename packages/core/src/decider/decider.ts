@@ -1,4 +1,4 @@
-import type { EventData } from '../typing/index.js';
+import type { EventData, RecordedEvent } from '../typing/index.js';
 
 /**
  * An aggregate as pure functions: `decide` turns a command and the current state into new events,
@@ -10,9 +10,29 @@ export interface Decider<State, Command, Event extends EventData> {
   evolve: (state: State, event: Event) => State;
 }
 
+/** What a fold needs of a decider. */
+export type Evolver<State, Event extends EventData> = Pick<
+  Decider<State, never, Event>,
+  'initialState' | 'evolve'
+>;
+
 /** Folds events into a state from the decider's initial state (or from a given one). */
 export const fold = <State, Event extends EventData>(
-  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
+  decider: Evolver<State, Event>,
   events: readonly Event[],
   from: State = decider.initialState(),
 ): State => events.reduce((state, event) => decider.evolve(state, event), from);
+
+/**
+ * An event read from a decider's stream, as one of its events. A stream holds only what its
+ * decider decided (nothing else appends to it), so this is the one place that is taken on trust.
+ */
+export const asDecided = <Event extends EventData>(event: RecordedEvent): Event =>
+  event as EventData as Event;
+
+/** Folds events read from a decider's stream (see `asDecided`). */
+export const foldRecorded = <State, Event extends EventData>(
+  decider: Evolver<State, Event>,
+  events: readonly RecordedEvent[],
+  from: State = decider.initialState(),
+): State => events.reduce((state, event) => decider.evolve(state, asDecided<Event>(event)), from);

@@ -42,3 +42,10 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> {
 
 /** Narrows a recorded event union member by its type. */
 export type EventOfType<E extends EventData, T extends E['type']> = Extract<E, { type: T }>;
+
+/**
+ * Narrows a recorded event to one event type of a union, instead of casting its data:
+ * `if (isEvent<ToolCallExecuted>(event, 'ToolCallExecuted')) event.data.ok`.
+ */
+export const isEvent = <E extends EventData>(event: EventData, type: E['type']): event is E =>
+  event.type === type;

@@ -1,4 +1,5 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
+import { isEvent } from '@keel/core';
 
 /** The platform's own tenant, under which the gateway keeps the tenant registry. */
 const PLATFORM_TENANT_ID = 'keel';
@@ -68,8 +69,8 @@ export class BudgetDirectory {
   private apply(recorded: RecordedEvent): void {
     if (recorded.version !== this.folded + 1) return;
     this.folded = recorded.version;
-    if (recorded.type !== 'BudgetSet') return;
-    const { tenantId, monthlyUsd } = (recorded as unknown as RegistryBudgetSet).data;
+    if (!isEvent<RegistryBudgetSet>(recorded, 'BudgetSet')) return;
+    const { tenantId, monthlyUsd } = recorded.data;
     this.budgets.set(tenantId, monthlyUsd);
   }
 }

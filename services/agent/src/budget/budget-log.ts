@@ -1,5 +1,5 @@
 import type { EventMetadata, EventStore } from '@keel/core';
-import { CommandHandler, ConcurrencyError, UnavailableError } from '@keel/core';
+import { CommandHandler, ConcurrencyError, UnavailableError, foldRecorded } from '@keel/core';
 import type { BudgetEvent } from '@keel/events';
 import { budgetStream } from './budget-month.js';
 import type { BudgetCommand, MonthBudget } from './budget.decider.js';
@@ -75,10 +75,7 @@ export class BudgetLog {
           decided.map((e) => ({ ...e, ...(metadata ? { metadata } : {}) })),
           { expectedVersion: known.version },
         );
-        const state = appended.events.reduce(
-          (s, e) => budgetDecider.evolve(s, e as unknown as BudgetEvent),
-          known.state,
-        );
+        const state = foldRecorded(budgetDecider, appended.events, known.state);
         const after = { ...known, state, version: appended.nextExpectedVersion };
         this.remember(tenantId, month, after);
         await this.maybeSnapshot(tenantId, month, after);
@@ -107,7 +104,7 @@ export class BudgetLog {
       if (newer.length > 0) {
         known = {
           ...known,
-          state: newer.reduce((s, e) => budgetDecider.evolve(s, e as unknown as BudgetEvent), known.state),
+          state: foldRecorded(budgetDecider, newer, known.state),
           version: newer[newer.length - 1]!.version,
         };
       }

@@ -1,6 +1,7 @@
 import type { Consumer, Delivery, EventBus, EventStore } from '@keel/core';
+import { isEvent } from '@keel/core';
 import type { UsageRecorded, UserMessageAdded } from '@keel/events';
-import { CONVERSATION_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import { budgetMonthOf } from './budget-month.js';
 import type { TurnBudgets } from './turn-budgets.js';
 
@@ -26,10 +27,10 @@ export const turnCostOf = (
 ): TurnCost => {
   const cost: TurnCost = { costUsd: 0, steps: 0, unpricedSteps: 0 };
   for (const event of events) {
-    if ((event.data as { turnId?: unknown }).turnId !== turnId) continue;
-    if (event.type === 'UserMessageAdded') cost.submittedAt = (event as UserMessageAdded).data.at;
-    if (event.type !== 'UsageRecorded') continue;
-    const usd = (event as UsageRecorded).data.costUsd;
+    if (turnIdOf(event) !== turnId) continue;
+    if (isEvent<UserMessageAdded>(event, 'UserMessageAdded')) cost.submittedAt = event.data.at;
+    if (!isEvent<UsageRecorded>(event, 'UsageRecorded')) continue;
+    const usd = event.data.costUsd;
     cost.steps++;
     if (usd === null) cost.unpricedSteps++;
     else cost.costUsd += usd;

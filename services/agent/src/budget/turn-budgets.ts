@@ -1,6 +1,6 @@
 import type { EventMetadata, EventStore } from '@keel/core';
 import { BudgetExceededError, streamName } from '@keel/core';
-import { CONVERSATION_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import type { BudgetDirectory } from './budget-directory.js';
 import { BudgetLog } from './budget-log.js';
 import { budgetMonthOf } from './budget-month.js';
@@ -142,7 +142,7 @@ export class TurnBudgets {
     for (const [turnId, held] of Object.entries(state.reserved)) {
       if (Date.parse(held.at) > cutoff) continue;
       const events = await this.store.read(tenantId, streamName(CONVERSATION_CATEGORY, held.conversationId));
-      if (events.some((e) => (e.data as { turnId?: unknown } | undefined)?.turnId === turnId)) continue;
+      if (events.some((e) => turnIdOf(e) === turnId)) continue;
       await this.release(tenantId, month, {
         turnId,
         reason: 'orphaned',

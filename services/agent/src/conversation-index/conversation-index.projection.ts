@@ -1,4 +1,5 @@
 import type { Consumer, Delivery, EventBus } from '@keel/core';
+import { isEvent } from '@keel/core';
 import type { ConversationCreated } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { ConversationIndex } from './conversation-index.js';
@@ -39,8 +40,8 @@ export class ConversationIndexProjection {
   }
 
   private async onEvent({ event }: Delivery): Promise<void> {
-    if (event.type !== 'ConversationCreated') return;
-    const { conversationId, agentId, title, createdAt } = (event as unknown as ConversationCreated).data;
+    if (!isEvent<ConversationCreated>(event, 'ConversationCreated')) return;
+    const { conversationId, agentId, title, createdAt } = event.data;
     await this.index.record({
       tenantId: event.tenantId,
       conversationId,

@@ -7,7 +7,7 @@ import type {
   HandleOptions,
   LoadedState,
 } from '@keel/core';
-import { CommandHandler } from '@keel/core';
+import { CommandHandler, foldRecorded } from '@keel/core';
 
 /** A stream's state as this process last saw it, and the version its snapshot was at. */
 interface CachedState<State> {
@@ -54,8 +54,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
       return loaded;
     }
     const events = await this.log.read(tenantId, streamName, { fromVersion: cached.version + 1 });
-    let state = structuredClone(cached.state);
-    for (const event of events) state = this.rules.evolve(state, event as unknown as Event);
+    const state = foldRecorded(this.rules, events, structuredClone(cached.state));
     const version = events.at(-1)?.version ?? cached.version;
     this.remember(
       key,

@@ -1,7 +1,7 @@
 import type { EventBus, EventStore, CommandHandler } from '@keel/core';
-import { ConcurrencyError, NotFoundError, ownValue, streamName, uuidv7 } from '@keel/core';
+import { ConcurrencyError, NotFoundError, asDecided, ownValue, streamName, uuidv7 } from '@keel/core';
 import type { AcceptedRequest, AgentDefinition, ConversationEvent, EventError } from '@keel/events';
-import { CONVERSATION_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
 import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
@@ -225,8 +225,7 @@ export class ConversationService {
     const cancelled = result.events.find((e) => e.type === 'TurnCancelled');
     const first = request ? acceptedRequest(result.state, request.key) : undefined;
     const turnId =
-      (cancelled?.data as { turnId: string } | undefined)?.turnId ??
-      (first?.kind === 'cancel' ? first.turnId : '');
+      (cancelled ? turnIdOf(cancelled) : undefined) ?? (first?.kind === 'cancel' ? first.turnId : '');
     this.bus.ephemeral.publish({ kind: 'cancel', tenantId: ctx.tenantId, conversationId }, { turnId });
     return { turnId };
   }
@@ -368,7 +367,7 @@ export class ConversationService {
       if (!(error instanceof ConcurrencyError)) throw error;
     }
     const [first] = await this.store.read(ctx.tenantId, stream, { fromVersion: 1 });
-    const data = first?.data as ConversationKeyClaimed['data'] | undefined;
+    const data = first ? asDecided<ConversationKeyClaimed>(first).data : undefined;
     if (!data) throw new ConcurrencyError(stream, 'no_stream', undefined);
     if (data.hash !== request.hash) throw sameRequestConflict();
     return data.conversationId;

@@ -6,9 +6,17 @@ import type {
   EventStore,
   RecordedEvent,
 } from '@keel/core';
-import { KeelError, exceedsJsonDepth, messageOf, ownValue, parseStreamName, uuidv7 } from '@keel/core';
+import {
+  KeelError,
+  exceedsJsonDepth,
+  isEvent,
+  messageOf,
+  ownValue,
+  parseStreamName,
+  uuidv7,
+} from '@keel/core';
 import type { ToolCallExecuted } from '@keel/events';
-import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY, turnIdOf } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
 import { EgressDeniedError } from '@keel/runtime';
 import type { ToolCallVerdict } from '../conversation/conversation.commands.js';
@@ -109,8 +117,8 @@ export class TurnWorker {
   }
 
   private async onToolExecuted({ event }: Delivery): Promise<void> {
-    if (event.type !== 'ToolCallExecuted') return;
-    const { conversationId, toolCallId, ok, result, error } = (event as unknown as ToolCallExecuted).data;
+    if (!isEvent<ToolCallExecuted>(event, 'ToolCallExecuted')) return;
+    const { conversationId, toolCallId, ok, result, error } = event.data;
     await this.deps.conversations
       .recordToolResult(systemContext(event, 'tools'), conversationId, {
         toolCallId,
@@ -129,7 +137,7 @@ export class TurnWorker {
     if (delivery.deliveryCount === 1 && delivery.replayOf === undefined) this.timings.observe(event);
     if (!TRIGGERS.has(event.type)) return;
     const { store, conversations } = this.deps;
-    const turnId = (event.data as { turnId: string }).turnId;
+    const turnId = turnIdOf(event);
     // One view of the stream: the state as loaded, and the events after this trigger up to it.
     const { state, version } = await conversations.handler.load(event.tenantId, event.streamName);
     const later =
@@ -141,7 +149,7 @@ export class TurnWorker {
         : [];
     // Only the turn's last trigger acts: a later one (another tool result, in this commit or a
     // newer one) does, so a step is never started twice. A step after this trigger: done already.
-    const ofTurn = (e: RecordedEvent): boolean => (e.data as { turnId?: string }).turnId === turnId;
+    const ofTurn = (e: RecordedEvent): boolean => turnIdOf(e) === turnId;
     if (later.some((e) => ofTurn(e) && (TRIGGERS.has(e.type) || e.type === 'AssistantMessageCompleted')))
       return;
     const turn = state.turn;

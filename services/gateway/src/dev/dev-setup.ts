@@ -1,5 +1,5 @@
 import type { EventMetadata, EventStore } from '@keel/core';
-import { AlreadyExistsError, CommandHandler, NotFoundError } from '@keel/core';
+import { AlreadyExistsError, CommandHandler, NotFoundError, foldRecorded } from '@keel/core';
 import type { AgentMessage } from '../config/config-requests.js';
 import type { AgentClient, CallContext } from '../agent-client/agent.client.js';
 import { hashApiKey } from '../tenants/api-keys.js';
@@ -111,8 +111,5 @@ export async function ensureDevSetup(options: {
 /** The tenant registry folded from its stream (the dev setup runs once: no snapshot needed). */
 const registryState = async (store: EventStore): Promise<TenantRegistry> => {
   const events = await store.read(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM);
-  return events.reduce(
-    (state, event) => tenantRegistryDecider.evolve(state, event as unknown as TenantRegistryEvent),
-    tenantRegistryDecider.initialState(),
-  );
+  return foldRecorded(tenantRegistryDecider, events);
 };

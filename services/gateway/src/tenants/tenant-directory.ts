@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '@keel/core';
-import { KeelError, ownValue, UnavailableError } from '@keel/core';
+import { asDecided, KeelError, ownValue, UnavailableError } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { OnModuleInit } from '@nestjs/common';
@@ -106,7 +106,7 @@ export class TenantDirectory implements OnModuleInit {
 
   private apply(recorded: RecordedEvent): void {
     if (recorded.version !== this.folded + 1) return;
-    const event = recorded as unknown as TenantRegistryEvent;
+    const event = asDecided<TenantRegistryEvent>(recorded);
     this.state = tenantRegistryDecider.evolve(this.state, event);
     this.folded = recorded.version;
     if (event.type === 'KeyIssued') {

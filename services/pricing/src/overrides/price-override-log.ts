@@ -1,4 +1,5 @@
 import type { EventMetadata, EventStore, RecordedEvent } from '@keel/core';
+import { isEvent } from '@keel/core';
 import type { PriceSet } from './price-events.js';
 import { PRICE_OVERRIDE_STREAM, PRICING_TENANT_ID } from './price-events.js';
 import { PriceTimeline } from './price-timeline.js';
@@ -74,7 +75,7 @@ export class PriceOverrideLog {
 
   private apply(recorded: RecordedEvent): void {
     if (recorded.version !== this.folded + 1) return;
-    if (recorded.type === 'PriceSet') this.timeline.apply(recorded as unknown as PriceSet, recorded.version);
+    if (isEvent<PriceSet>(recorded, 'PriceSet')) this.timeline.apply(recorded, recorded.version);
     this.folded = recorded.version;
   }
 }

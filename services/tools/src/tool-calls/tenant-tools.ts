@@ -1,6 +1,11 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
-import { streamName } from '@keel/core';
-import type { SealedSecret, ToolDefinition as TenantToolDefinition } from '@keel/events';
+import { isEvent, streamName } from '@keel/core';
+import type {
+  SealedSecret,
+  ToolConfigured,
+  ToolDefinition as TenantToolDefinition,
+  WebhookSecretRotated,
+} from '@keel/events';
 import { TENANT_CONFIG_CATEGORY } from '@keel/events';
 import { BUILTIN_TOOLS } from '@keel/tooling';
 import type { BuiltinTool } from '@keel/tooling';
@@ -25,18 +30,14 @@ export const emptyTenantTools = (): TenantTools => ({ version: 0, tools: {} });
  */
 export const evolveTenantTools = (state: TenantTools, event: RecordedEvent): TenantTools => {
   const version = Math.max(state.version, event.version);
-  switch (event.type) {
-    case 'ToolConfigured': {
-      const { tool } = event.data as { tool: TenantToolDefinition };
-      return { ...state, version, tools: { ...state.tools, [tool.name]: tool } };
-    }
-    case 'WebhookSecretRotated': {
-      const { secret } = event.data as { secret: SealedSecret };
-      return { ...state, version, webhookSecret: secret };
-    }
-    default:
-      return { ...state, version };
+  if (isEvent<ToolConfigured>(event, 'ToolConfigured')) {
+    const { tool } = event.data;
+    return { ...state, version, tools: { ...state.tools, [tool.name]: tool } };
   }
+  if (isEvent<WebhookSecretRotated>(event, 'WebhookSecretRotated')) {
+    return { ...state, version, webhookSecret: event.data.secret };
+  }
+  return { ...state, version };
 };
 
 /** A tool as the tools service resolved it for one call. */
