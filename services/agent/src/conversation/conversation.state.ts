@@ -164,140 +164,159 @@ const updateCall = (turn: CurrentTurn, toolCallId: string, change: Partial<TurnT
   toolCalls: turn.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, ...change } : c)),
 });
 
+/** One event of the conversation, by its type. */
+type EventOf<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
+
+const conversationCreated = (state: Conversation, { data }: EventOf<'ConversationCreated'>): Conversation => {
+  const { conversationId, agentId, title, metadata, createdAt } = data;
+  return {
+    ...state,
+    id: conversationId,
+    agentId,
+    createdAt,
+    status: 'idle',
+    ...(title ? { title } : {}),
+    ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
+  };
+};
+
+const userMessageAdded = (state: Conversation, { data }: EventOf<'UserMessageAdded'>): Conversation => {
+  const message: ConversationMessage = { id: data.messageId, role: 'user', content: data.content };
+  // Added while another turn runs: the message of a queued turn, held until that turn starts.
+  if (state.turn && state.turn.turnId !== data.turnId) {
+    return { ...state, heldMessages: [...state.heldMessages, { turnId: data.turnId, message }] };
+  }
+  return { ...state, messages: [...state.messages, message] };
+};
+
+const turnQueued = (state: Conversation, { data }: EventOf<'TurnQueued'>): Conversation => {
+  const { turnId, messageId, agent, role } = data;
+  return { ...state, queued: [...state.queued, { turnId, messageId, agent, role }] };
+};
+
+const turnStarted = (state: Conversation, { data }: EventOf<'TurnStarted'>): Conversation => {
+  const { turnId } = data;
+  const released = state.heldMessages.filter((h) => h.turnId === turnId).map((h) => h.message);
+  return withTurn(
+    {
+      ...state,
+      messages: released.length > 0 ? [...state.messages, ...released] : state.messages,
+      queued: state.queued.filter((q) => q.turnId !== turnId),
+      heldMessages: state.heldMessages.filter((h) => h.turnId !== turnId),
+    },
+    { turnId, agent: data.agent, role: data.role, step: 0, toolCalls: [] },
+  );
+};
+
+const assistantMessageCompleted = (
+  state: Conversation,
+  { data }: EventOf<'AssistantMessageCompleted'>,
+): Conversation => {
+  const { messageId, text, toolCalls, step } = data;
+  const message: ConversationMessage = {
+    id: messageId,
+    role: 'assistant',
+    content: text,
+    ...(toolCalls.length > 0 ? { toolCalls } : {}),
+  };
+  const next = { ...state, messages: [...state.messages, message] };
+  return state.turn ? withTurn(next, { ...state.turn, step }) : next;
+};
+
+const usageRecorded = (state: Conversation, { data }: EventOf<'UsageRecorded'>): Conversation => ({
+  ...state,
+  usage: {
+    promptTokens: state.usage.promptTokens + data.promptTokens,
+    completionTokens: state.usage.completionTokens + data.completionTokens,
+    cacheReadTokens: state.usage.cacheReadTokens + data.cacheReadTokens,
+    costUsd: state.usage.costUsd + (data.costUsd ?? 0),
+  },
+});
+
+const toolCallRequested = (state: Conversation, { data }: EventOf<'ToolCallRequested'>): Conversation => {
+  if (!state.turn) return state;
+  const { toolCallId, name, args, approvalRequired } = data;
+  const call: TurnToolCall = {
+    toolCallId,
+    name,
+    args,
+    state: approvalRequired ? 'awaiting_approval' : 'requested',
+  };
+  return withTurn(state, { ...state.turn, toolCalls: [...state.turn.toolCalls, call] });
+};
+
+const approvalRequested = (state: Conversation, { data }: EventOf<'ApprovalRequested'>): Conversation => {
+  const { approvalId, toolCallId, turnId, name, args, requestedAt } = data;
+  const pending: PendingApproval = { approvalId, toolCallId, turnId, tool: name, args, requestedAt };
+  const next = { ...state, pendingApprovals: [...state.pendingApprovals, pending] };
+  return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { approvalId })) : next;
+};
+
+const approvalDecided = (state: Conversation, { data }: EventOf<'ApprovalDecided'>): Conversation => {
+  const { approvalId, toolCallId, decision } = data;
+  const next = {
+    ...state,
+    pendingApprovals: state.pendingApprovals.filter((a) => a.approvalId !== approvalId),
+    decidedApprovals: [...state.decidedApprovals, approvalId],
+  };
+  if (!state.turn || decision === 'deny') return state.turn ? withTurn(next, state.turn) : next;
+  return withTurn(next, updateCall(state.turn, toolCallId, { state: 'requested' }));
+};
+
+const toolCallCompleted = (state: Conversation, { data }: EventOf<'ToolCallCompleted'>): Conversation => {
+  const { toolCallId, ok, result, error } = data;
+  const content = ok ? JSON.stringify(result ?? null) : JSON.stringify({ error });
+  const message: ConversationMessage = { id: `tool-${toolCallId}`, role: 'tool', content, toolCallId, ok };
+  const next = { ...state, messages: [...state.messages, message] };
+  return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed' })) : next;
+};
+
+/** The conversation without its current turn, in the status the turn's end leaves it. */
+const turnEnded = (state: Conversation, status: 'idle' | 'failed'): Conversation => {
+  const { turn: _ended, ...rest } = state;
+  return { ...rest, status };
+};
+
+const turnCancelled = (state: Conversation, { data }: EventOf<'TurnCancelled'>): Conversation => {
+  const withdrawn = new Set(data.withdrawnApprovals);
+  return {
+    ...turnEnded(state, 'idle'),
+    pendingApprovals: state.pendingApprovals.filter((a) => !withdrawn.has(a.approvalId)),
+    decidedApprovals: [...state.decidedApprovals, ...data.withdrawnApprovals],
+  };
+};
+
 /** What each event changes in the conversation itself. */
 const evolveEvent = (state: Conversation, event: ConversationEvent): Conversation => {
   switch (event.type) {
-    case 'ConversationCreated': {
-      const { conversationId, agentId, title, metadata, createdAt } = event.data;
-      return {
-        ...state,
-        id: conversationId,
-        agentId,
-        createdAt,
-        status: 'idle',
-        ...(title ? { title } : {}),
-        ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
-      };
-    }
-    case 'UserMessageAdded': {
-      const message: ConversationMessage = {
-        id: event.data.messageId,
-        role: 'user',
-        content: event.data.content,
-      };
-      // Added while another turn runs: the message of a queued turn, held until that turn starts.
-      if (state.turn && state.turn.turnId !== event.data.turnId) {
-        return { ...state, heldMessages: [...state.heldMessages, { turnId: event.data.turnId, message }] };
-      }
-      return { ...state, messages: [...state.messages, message] };
-    }
+    case 'ConversationCreated':
+      return conversationCreated(state, event);
+    case 'UserMessageAdded':
+      return userMessageAdded(state, event);
     case 'TurnQueued':
-      return {
-        ...state,
-        queued: [
-          ...state.queued,
-          {
-            turnId: event.data.turnId,
-            messageId: event.data.messageId,
-            agent: event.data.agent,
-            role: event.data.role,
-          },
-        ],
-      };
-    case 'TurnStarted': {
-      const { turnId } = event.data;
-      const released = state.heldMessages.filter((h) => h.turnId === turnId).map((h) => h.message);
-      return withTurn(
-        {
-          ...state,
-          messages: released.length > 0 ? [...state.messages, ...released] : state.messages,
-          queued: state.queued.filter((q) => q.turnId !== turnId),
-          heldMessages: state.heldMessages.filter((h) => h.turnId !== turnId),
-        },
-        { turnId, agent: event.data.agent, role: event.data.role, step: 0, toolCalls: [] },
-      );
-    }
-    case 'AssistantMessageCompleted': {
-      const { messageId, text, toolCalls, step } = event.data;
-      const message: ConversationMessage = {
-        id: messageId,
-        role: 'assistant',
-        content: text,
-        ...(toolCalls.length > 0 ? { toolCalls } : {}),
-      };
-      const next = { ...state, messages: [...state.messages, message] };
-      return state.turn ? withTurn(next, { ...state.turn, step }) : next;
-    }
+      return turnQueued(state, event);
+    case 'TurnStarted':
+      return turnStarted(state, event);
+    case 'AssistantMessageCompleted':
+      return assistantMessageCompleted(state, event);
     case 'UsageRecorded':
-      return {
-        ...state,
-        usage: {
-          promptTokens: state.usage.promptTokens + event.data.promptTokens,
-          completionTokens: state.usage.completionTokens + event.data.completionTokens,
-          cacheReadTokens: state.usage.cacheReadTokens + event.data.cacheReadTokens,
-          costUsd: state.usage.costUsd + (event.data.costUsd ?? 0),
-        },
-      };
-    case 'ToolCallRequested': {
-      if (!state.turn) return state;
-      const { toolCallId, name, args, approvalRequired } = event.data;
-      const call: TurnToolCall = {
-        toolCallId,
-        name,
-        args,
-        state: approvalRequired ? 'awaiting_approval' : 'requested',
-      };
-      return withTurn(state, { ...state.turn, toolCalls: [...state.turn.toolCalls, call] });
-    }
-    case 'ApprovalRequested': {
-      const { approvalId, toolCallId, turnId, name, args, requestedAt } = event.data;
-      const pending: PendingApproval = { approvalId, toolCallId, turnId, tool: name, args, requestedAt };
-      const next = { ...state, pendingApprovals: [...state.pendingApprovals, pending] };
-      return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { approvalId })) : next;
-    }
-    case 'ApprovalDecided': {
-      const { approvalId, toolCallId, decision } = event.data;
-      const next = {
-        ...state,
-        pendingApprovals: state.pendingApprovals.filter((a) => a.approvalId !== approvalId),
-        decidedApprovals: [...state.decidedApprovals, approvalId],
-      };
-      if (!state.turn || decision === 'deny') return state.turn ? withTurn(next, state.turn) : next;
-      return withTurn(next, updateCall(state.turn, toolCallId, { state: 'requested' }));
-    }
-    case 'ToolCallCompleted': {
-      const { toolCallId, ok, result, error } = event.data;
-      const content = ok ? JSON.stringify(result ?? null) : JSON.stringify({ error });
-      const message: ConversationMessage = {
-        id: `tool-${toolCallId}`,
-        role: 'tool',
-        content,
-        toolCallId,
-        ok,
-      };
-      const next = { ...state, messages: [...state.messages, message] };
-      return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed' })) : next;
-    }
+      return usageRecorded(state, event);
+    case 'ToolCallRequested':
+      return toolCallRequested(state, event);
+    case 'ApprovalRequested':
+      return approvalRequested(state, event);
+    case 'ApprovalDecided':
+      return approvalDecided(state, event);
+    case 'ToolCallCompleted':
+      return toolCallCompleted(state, event);
     case 'PhaseChanged':
       return { ...state, phase: event.data.to };
-    case 'TurnCompleted': {
-      const { turn: _done, ...rest } = state;
-      return { ...rest, status: 'idle' };
-    }
-    case 'TurnFailed': {
-      const { turn: _failed, ...rest } = state;
-      return { ...rest, status: 'failed' };
-    }
-    case 'TurnCancelled': {
-      const { turn: _cancelled, ...rest } = state;
-      const withdrawn = new Set(event.data.withdrawnApprovals);
-      return {
-        ...rest,
-        status: 'idle',
-        pendingApprovals: state.pendingApprovals.filter((a) => !withdrawn.has(a.approvalId)),
-        decidedApprovals: [...state.decidedApprovals, ...event.data.withdrawnApprovals],
-      };
-    }
+    case 'TurnCompleted':
+      return turnEnded(state, 'idle');
+    case 'TurnFailed':
+      return turnEnded(state, 'failed');
+    case 'TurnCancelled':
+      return turnCancelled(state, event);
     default: {
       // An event this version does not know (a newer writer's) changes nothing it can read.
       const _unknown: never = event;
