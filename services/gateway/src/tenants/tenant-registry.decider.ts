@@ -83,64 +83,76 @@ const withTenant = (
  */
 export const TENANT_REGISTRY_SNAPSHOT = 'tenant-registry-v2';
 
+/** One command of the tenant registry, by its type. */
+type CommandOf<T extends TenantRegistryCommand['type']> = Extract<TenantRegistryCommand, { type: T }>;
+
+const createTenant = (command: CommandOf<'CreateTenant'>, state: TenantRegistry): TenantRegistryEvent[] => {
+  checkName('name', command.name);
+  if (registeredTenant(state, command.tenantId))
+    throw new AlreadyExistsError(`tenant ${command.tenantId} exists`);
+  return [
+    {
+      type: 'TenantCreated',
+      data: { tenantId: command.tenantId, name: command.name, createdAt: command.at },
+    },
+  ];
+};
+
+const issueKey = (command: CommandOf<'IssueKey'>, state: TenantRegistry): TenantRegistryEvent[] => {
+  const { tenantId, keyId, role, name, keyHash, at } = command;
+  if (!(KEY_ROLES as readonly string[]).includes(role))
+    fail('role', `role must be one of ${KEY_ROLES.join(', ')}`);
+  if (name !== undefined) checkName('name', name);
+  if (!SHA256_HEX.test(keyHash)) fail('keyHash', 'keyHash must be a hex SHA-256');
+  const tenant = tenantOf(state, tenantId);
+  if (ownValue(tenant.keys, keyId)) throw new AlreadyExistsError(`key ${keyId} exists`);
+  return [
+    {
+      type: 'KeyIssued',
+      data: {
+        tenantId,
+        keyId,
+        role: role as KeyRole,
+        ...(name !== undefined ? { name } : {}),
+        keyHash,
+        issuedAt: at,
+      },
+    },
+  ];
+};
+
+const revokeKey = (command: CommandOf<'RevokeKey'>, state: TenantRegistry): TenantRegistryEvent[] => {
+  const key = ownValue(tenantOf(state, command.tenantId).keys, command.keyId);
+  if (!key) throw new NotFoundError(`no key ${command.keyId}`, { details: { keyId: command.keyId } });
+  // Revoking twice changes nothing: DELETE is idempotent.
+  if (key.revoked) return [];
+  return [
+    { type: 'KeyRevoked', data: { tenantId: command.tenantId, keyId: command.keyId, revokedAt: command.at } },
+  ];
+};
+
+const setBudget = (command: CommandOf<'SetBudget'>, state: TenantRegistry): TenantRegistryEvent[] => {
+  const { tenantId, monthlyUsd, at } = command;
+  if (typeof monthlyUsd !== 'number' || !Number.isFinite(monthlyUsd) || monthlyUsd < 0) {
+    fail('monthlyUsd', 'monthlyUsd must be a number >= 0');
+  }
+  tenantOf(state, tenantId);
+  return [{ type: 'BudgetSet', data: { tenantId, monthlyUsd, at } }];
+};
+
 /** The platform's tenant registry: tenants, their keys (by hash) and budgets. */
 export const tenantRegistryDecider: Decider<TenantRegistry, TenantRegistryCommand, TenantRegistryEvent> = {
   initialState: () => ({ tenants: {} }),
   decide: (command, state) => {
     switch (command.type) {
-      case 'CreateTenant': {
-        checkName('name', command.name);
-        if (registeredTenant(state, command.tenantId))
-          throw new AlreadyExistsError(`tenant ${command.tenantId} exists`);
-        return [
-          {
-            type: 'TenantCreated',
-            data: { tenantId: command.tenantId, name: command.name, createdAt: command.at },
-          },
-        ];
-      }
-      case 'IssueKey': {
-        const { tenantId, keyId, role, name, keyHash, at } = command;
-        if (!(KEY_ROLES as readonly string[]).includes(role))
-          fail('role', `role must be one of ${KEY_ROLES.join(', ')}`);
-        if (name !== undefined) checkName('name', name);
-        if (!SHA256_HEX.test(keyHash)) fail('keyHash', 'keyHash must be a hex SHA-256');
-        const tenant = tenantOf(state, tenantId);
-        if (ownValue(tenant.keys, keyId)) throw new AlreadyExistsError(`key ${keyId} exists`);
-        return [
-          {
-            type: 'KeyIssued',
-            data: {
-              tenantId,
-              keyId,
-              role: role as KeyRole,
-              ...(name !== undefined ? { name } : {}),
-              keyHash,
-              issuedAt: at,
-            },
-          },
-        ];
-      }
-      case 'RevokeKey': {
-        const key = ownValue(tenantOf(state, command.tenantId).keys, command.keyId);
-        if (!key) throw new NotFoundError(`no key ${command.keyId}`, { details: { keyId: command.keyId } });
-        // Revoking twice changes nothing: DELETE is idempotent.
-        if (key.revoked) return [];
-        return [
-          {
-            type: 'KeyRevoked',
-            data: { tenantId: command.tenantId, keyId: command.keyId, revokedAt: command.at },
-          },
-        ];
-      }
-      case 'SetBudget': {
-        const { tenantId, monthlyUsd, at } = command;
-        if (typeof monthlyUsd !== 'number' || !Number.isFinite(monthlyUsd) || monthlyUsd < 0) {
-          fail('monthlyUsd', 'monthlyUsd must be a number >= 0');
-        }
-        tenantOf(state, tenantId);
-        return [{ type: 'BudgetSet', data: { tenantId, monthlyUsd, at } }];
-      }
+      case 'CreateTenant':
+        return createTenant(command, state);
+      case 'IssueKey':
+        return issueKey(command, state);
+      case 'RevokeKey':
+        return revokeKey(command, state);
+      case 'SetBudget':
+        return setBudget(command, state);
       default: {
         const unknown: never = command;
         throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
