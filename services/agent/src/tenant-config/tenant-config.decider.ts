@@ -186,6 +186,65 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   }
 };
 
+/** One command of the tenant configuration, by its type. */
+type CommandOf<T extends TenantConfigCommand['type']> = Extract<TenantConfigCommand, { type: T }>;
+
+const putTool = (
+  command: CommandOf<'PutTool'>,
+  state: TenantConfig,
+  egress: EgressPolicy,
+): TenantConfigEvent[] => {
+  checkTool(command.tool, egress);
+  checkRoom(state.tools, command.tool.name, 'name', 'tools');
+  if (configBytesWith(state, { tool: command.tool }) > MAX_CONFIG_BYTES) {
+    fail('inputSchema', `the tenant's tools and agents would exceed ${MAX_CONFIG_BYTES} bytes in all`);
+  }
+  return [{ type: 'ToolConfigured', data: { tool: command.tool, at: command.at } }];
+};
+
+const putAgent = (command: CommandOf<'PutAgent'>, state: TenantConfig): TenantConfigEvent[] => {
+  checkAgent(command.agent, state);
+  checkRoom(state.agents, command.agent.agentId, 'agentId', 'agents');
+  if (configBytesWith(state, { agent: command.agent }) > MAX_CONFIG_BYTES) {
+    fail('instructions', `the tenant's tools and agents would exceed ${MAX_CONFIG_BYTES} bytes in all`);
+  }
+  return [{ type: 'AgentConfigured', data: { agent: command.agent, at: command.at } }];
+};
+
+/** A tenant's own provider endpoint: allowed only where the key goes with it and egress allows it. */
+const checkBaseUrl = (command: CommandOf<'PutProvider'>, baseUrl: string, egress: EgressPolicy): void => {
+  const { provider, apiKey } = command;
+  if (NO_TENANT_BASE_URL.includes(provider)) {
+    fail('baseUrl', `baseUrl cannot be set for ${provider}: its client cannot be held to the egress policy`);
+  }
+  // ProviderConfigured replaces the whole entry, so the key must come in this same command:
+  // a platform key from the environment is never sent to a tenant's endpoint. Ollama has
+  // no platform key, so a tenant's Ollama server may go without one.
+  if (!apiKey && provider !== 'ollama') {
+    fail('apiKey', 'apiKey is required with baseUrl: the platform key is only sent to the platform endpoint');
+  }
+  checkUrl('baseUrl', baseUrl, egress);
+};
+
+const putProvider = (command: CommandOf<'PutProvider'>, egress: EgressPolicy): TenantConfigEvent[] => {
+  const { provider, apiKey, baseUrl, at } = command;
+  if (!(PROVIDERS as readonly string[]).includes(provider)) {
+    fail('provider', `provider must be one of ${PROVIDERS.join(', ')}`);
+  }
+  if (baseUrl !== undefined) checkBaseUrl(command, baseUrl, egress);
+  return [
+    {
+      type: 'ProviderConfigured',
+      data: {
+        provider: provider as Provider,
+        ...(apiKey ? { apiKey } : {}),
+        ...(baseUrl ? { baseUrl } : {}),
+        at,
+      },
+    },
+  ];
+};
+
 /**
  * The tenant configuration aggregate: validates definitions, keeps secrets sealed. `egress` (the
  * `KEEL_EGRESS_ALLOW` policy) judges the URLs tenants aim; pure, it only reads literal hosts.
@@ -197,54 +256,11 @@ export const createTenantConfigDecider = (
   decide: (command, state) => {
     switch (command.type) {
       case 'PutTool':
-        checkTool(command.tool, egress);
-        checkRoom(state.tools, command.tool.name, 'name', 'tools');
-        if (configBytesWith(state, { tool: command.tool }) > MAX_CONFIG_BYTES) {
-          fail('inputSchema', `the tenant's tools and agents would exceed ${MAX_CONFIG_BYTES} bytes in all`);
-        }
-        return [{ type: 'ToolConfigured', data: { tool: command.tool, at: command.at } }];
+        return putTool(command, state, egress);
       case 'PutAgent':
-        checkAgent(command.agent, state);
-        checkRoom(state.agents, command.agent.agentId, 'agentId', 'agents');
-        if (configBytesWith(state, { agent: command.agent }) > MAX_CONFIG_BYTES) {
-          fail('instructions', `the tenant's tools and agents would exceed ${MAX_CONFIG_BYTES} bytes in all`);
-        }
-        return [{ type: 'AgentConfigured', data: { agent: command.agent, at: command.at } }];
-      case 'PutProvider': {
-        const { provider, apiKey, baseUrl, at } = command;
-        if (!(PROVIDERS as readonly string[]).includes(provider)) {
-          fail('provider', `provider must be one of ${PROVIDERS.join(', ')}`);
-        }
-        if (baseUrl !== undefined) {
-          if (NO_TENANT_BASE_URL.includes(provider)) {
-            fail(
-              'baseUrl',
-              `baseUrl cannot be set for ${provider}: its client cannot be held to the egress policy`,
-            );
-          }
-          // ProviderConfigured replaces the whole entry, so the key must come in this same command:
-          // a platform key from the environment is never sent to a tenant's endpoint. Ollama has
-          // no platform key, so a tenant's Ollama server may go without one.
-          if (!apiKey && provider !== 'ollama') {
-            fail(
-              'apiKey',
-              'apiKey is required with baseUrl: the platform key is only sent to the platform endpoint',
-            );
-          }
-          checkUrl('baseUrl', baseUrl, egress);
-        }
-        return [
-          {
-            type: 'ProviderConfigured',
-            data: {
-              provider: provider as Provider,
-              ...(apiKey ? { apiKey } : {}),
-              ...(baseUrl ? { baseUrl } : {}),
-              at,
-            },
-          },
-        ];
-      }
+        return putAgent(command, state);
+      case 'PutProvider':
+        return putProvider(command, egress);
       case 'RotateWebhookSecret':
         return [{ type: 'WebhookSecretRotated', data: { secret: command.secret, at: command.at } }];
       default: {
@@ -271,6 +287,11 @@ export const createTenantConfigDecider = (
       }
       case 'WebhookSecretRotated':
         return { ...state, webhookSecret: event.data.secret };
+      default: {
+        // An event this version does not know (a newer writer's) changes nothing it can read.
+        const _unknown: never = event;
+        return state;
+      }
     }
   },
 });

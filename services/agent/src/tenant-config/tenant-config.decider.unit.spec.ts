@@ -175,3 +175,12 @@ describe('tenant-aimed URLs (egress policy, API.md "Egress")', () => {
     expect(google.message).toMatch(/^baseUrl cannot be set for google/);
   });
 });
+
+describe('tenant configuration evolve', () => {
+  it('keeps the state for an event type it does not know (it returned undefined)', () => {
+    const { evolve, initialState } = tenantConfigDecider;
+    const state = evolve(initialState(), toolConfigured);
+    const unknown = { type: 'FromANewerWriter', data: {} } as unknown as TenantConfigEvent;
+    expect(evolve(state, unknown)).toEqual(state);
+  });
+});
