@@ -4,6 +4,7 @@ import type { ServiceClientConstructor, ServerUnaryCall, sendUnaryData } from '@
 import { loadPackageDefinition, Server, ServerCredentials, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '@keel/core';
+import { IfBusy } from '@keel/proto/keel/conversations/v1/conversations';
 import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 import { freePort } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -60,8 +61,8 @@ describe('AgentClient', () => {
   });
 
   it('sends the caller as the CallContext (request id as correlation id) with the request', async () => {
-    const response = await client.call<{ turnId: string }>('submitMessage', context, {
-      request: { conversationId: 'c-1', content: 'hi', ifBusy: 'IF_BUSY_ENQUEUE' },
+    const response = await client.call('submitMessage', context, {
+      request: { conversationId: 'c-1', content: 'hi', ifBusy: IfBusy.ENQUEUE },
     });
     expect(response).toEqual({ turnId: 'turn-1', version: 7 });
     expect(seen[0]).toMatchObject({

@@ -1,9 +1,29 @@
-import type { Client, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Injectable } from '@nestjs/common';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import type {
+  CallContext as CallContextMessage,
+  DeepPartial,
+  MessageFns,
+} from '@keel/proto/keel/agent/v1/agent';
+import {
+  AgentServiceService,
+  CancelTurnRequest,
+  CreateConversationRequest,
+  DecideApprovalRequest,
+  GetAgentRequest,
+  GetConversationRequest,
+  ListAgentsRequest,
+  ListConversationsRequest,
+  ListToolsRequest,
+  PutAgentRequest,
+  PutProviderRequest,
+  PutToolRequest,
+  RotateWebhookSecretRequest,
+  SubmitMessageRequest,
+} from '@keel/proto/keel/agent/v1/agent';
+import type { Actor } from '@keel/proto/keel/events/v1/envelope';
+import type { GrpcMethod } from '@keel/runtime';
+import { GrpcClient } from '@keel/runtime';
 import { PermissionDeniedError } from '@keel/core';
 import type { Principal } from '../auth/principal.js';
 import { keelErrorOf } from './grpc-errors.js';
@@ -24,31 +44,50 @@ const AGENT_CHANNEL_OPTIONS = {
   'grpc.max_reconnect_backoff_ms': 2_000,
 };
 
-/** The CallContext of keel.agent.v1 (proto field names in camelCase, as proto-loader takes them). */
-export interface CallContext {
-  tenantId: string;
-  actor: { keyId: string; role: string; userId: string };
-  correlationId: string;
+/** The generated keel.agent.v1.CallContext, with the actor every gateway call has. */
+export interface CallContext extends CallContextMessage {
+  actor: Actor;
 }
 
-/** The unary RPCs of keel.agent.v1.AgentService the gateway calls (proto-loader's camelCase names). */
-export type AgentRpc =
-  | 'createConversation'
-  | 'getConversation'
-  | 'listConversations'
-  | 'submitMessage'
-  | 'decideApproval'
-  | 'cancelTurn'
-  | 'putTool'
-  | 'listTools'
-  | 'putAgent'
-  | 'getAgent'
-  | 'listAgents'
-  | 'putProvider'
-  | 'rotateWebhookSecret';
+type AgentService = typeof AgentServiceService;
 
-type Callback = (error: ServiceError | null, response?: unknown) => void;
-type Unary = (request: object, metadata: Metadata, options: { deadline: Date }, callback: Callback) => void;
+/** The RPCs of keel.agent.v1.AgentService, by their generated (camelCase) names. */
+export type AgentRpc = keyof AgentService;
+
+/** The generated request message of `rpc`. */
+export type AgentRequestOf<R extends AgentRpc> = Parameters<AgentService[R]['requestSerialize']>[0];
+
+/** The generated response message of `rpc`. */
+export type AgentResponseOf<R extends AgentRpc> = ReturnType<AgentService[R]['responseDeserialize']>;
+
+/** What a call of `rpc` takes besides the CallContext; fields left out get their proto defaults. */
+export type AgentCallRequest<R extends AgentRpc> = DeepPartial<Omit<AgentRequestOf<R>, 'context'>>;
+
+/** Each RPC's request message, to fill the fields a call leaves out with their defaults. */
+const REQUESTS: { readonly [R in AgentRpc]: MessageFns<AgentRequestOf<R>> } = {
+  createConversation: CreateConversationRequest,
+  getConversation: GetConversationRequest,
+  listConversations: ListConversationsRequest,
+  submitMessage: SubmitMessageRequest,
+  decideApproval: DecideApprovalRequest,
+  cancelTurn: CancelTurnRequest,
+  putTool: PutToolRequest,
+  listTools: ListToolsRequest,
+  putAgent: PutAgentRequest,
+  getAgent: GetAgentRequest,
+  listAgents: ListAgentsRequest,
+  putProvider: PutProviderRequest,
+  rotateWebhookSecret: RotateWebhookSecretRequest,
+};
+
+/**
+ * A message field of an agent answer that the contract always sets (proto3 makes every message
+ * field optional): its value, or an error (answered INTERNAL) when the agent left it out.
+ */
+export const answered = <T>(value: T | undefined, field: string): T => {
+  if (value === undefined) throw new Error(`the agent service answered without ${field}`);
+  return value;
+};
 
 /** The agent's address: `AGENT_GRPC_URL`, else the agent's default port on this host. */
 export const agentAddressFromEnv = (env: NodeJS.ProcessEnv = process.env): string =>
@@ -70,42 +109,35 @@ export const callContextOf = (principal: Principal, requestId: string): CallCont
 };
 
 /**
- * A promise-based grpc-js client of keel.agent.v1.AgentService: every call carries the caller's
- * CallContext and a deadline, and a failed call becomes the KeelError the HTTP edge renders.
+ * A typed client of keel.agent.v1.AgentService on its generated definition: every call carries
+ * the caller's CallContext and a deadline, and a failed call becomes the KeelError the HTTP edge
+ * renders.
  */
 @Injectable()
 export class AgentClient implements OnModuleDestroy {
-  private readonly client: Client;
+  private readonly client: GrpcClient;
 
-  constructor(
-    address: string = agentAddressFromEnv(),
-    private readonly deadlineMs = AGENT_CALL_DEADLINE_MS,
-  ) {
-    const definition = loadSync('keel/agent/v1/agent.proto', {
-      ...PROTO_LOADER_OPTIONS,
-      includeDirs: [protoRoot()],
+  constructor(address: string = agentAddressFromEnv(), deadlineMs = AGENT_CALL_DEADLINE_MS) {
+    this.client = new GrpcClient(address, {
+      deadlineMs,
+      channelOptions: AGENT_CHANNEL_OPTIONS,
+      errorOf: (failure) => keelErrorOf(failure) ?? failure,
     });
-    const root = loadPackageDefinition(definition) as unknown as {
-      keel: { agent: { v1: { AgentService: ServiceClientConstructor } } };
-    };
-    this.client = new root.keel.agent.v1.AgentService(
-      address,
-      credentials.createInsecure(),
-      AGENT_CHANNEL_OPTIONS,
-    );
   }
 
   /** Calls `rpc` with `{ context, ...request }`; resolves its response or rejects with a KeelError. */
-  call<T>(rpc: AgentRpc, context: CallContext, request: object = {}): Promise<T> {
-    const method = (this.client as unknown as Record<string, Unary>)[rpc];
-    if (!method) return Promise.reject(new Error(`AgentService has no RPC ${rpc}`));
-    const deadline = new Date(Date.now() + this.deadlineMs);
-    return new Promise<T>((resolve, reject) => {
-      method.call(this.client, { context, ...request }, new Metadata(), { deadline }, (error, response) => {
-        if (error) reject(keelErrorOf(error) ?? error);
-        else resolve(response as T);
-      });
-    });
+  call<R extends AgentRpc>(
+    rpc: R,
+    context: CallContext,
+    request: AgentCallRequest<R> = {} as AgentCallRequest<R>,
+  ): Promise<AgentResponseOf<R>> {
+    const method = AgentServiceService[rpc] as unknown as GrpcMethod<
+      AgentRequestOf<R>,
+      AgentResponseOf<R>,
+      false
+    >;
+    const message = REQUESTS[rpc] as MessageFns<AgentRequestOf<R>>;
+    return this.client.unary(method, message.fromPartial({ ...(request as object), context } as never));
   }
 
   onModuleDestroy(): void {

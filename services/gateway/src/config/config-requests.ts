@@ -1,5 +1,6 @@
 // Bodies of the tenant configuration routes (API.md "Tenant configuration"), checked for shape and
 // types here; the agent service checks the meaning (names, URLs, ranges, known tools).
+import type { Agent, Tool } from '@keel/proto/keel/agent/v1/agent';
 import {
   fail,
   objectWith,
@@ -32,30 +33,11 @@ export interface ProviderRequest {
   baseUrl?: string;
 }
 
-/** keel.agent.v1.Tool as PutTool takes it. */
-export interface ToolMessage {
-  name: string;
-  description: string;
-  inputSchemaJson: string;
-  kind: string;
-  url: string;
-  approval: string;
-  roles: string[];
-  phases: string[];
-  timeoutMs: number;
-}
+/** keel.agent.v1.Tool as PutTool takes it (`builtin` is the agent's to say). */
+export type ToolMessage = Omit<Tool, 'builtin'>;
 
 /** keel.agent.v1.Agent as PutAgent takes it. */
-export interface AgentMessage {
-  agentId: string;
-  model: string;
-  instructions: string;
-  tools: string[];
-  maxSteps: number;
-  temperature: number;
-  toolResultMaxChars: number;
-  phasesJson: string;
-}
+export type AgentMessage = Agent;
 
 /** Checks `PUT /v1/providers/{provider}` `{ apiKey?, baseUrl? }`. */
 export const parsePutProvider = (provider: string, body: unknown): ProviderRequest => {

@@ -1,9 +1,8 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
-import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
+import { AgentClient, answered, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
-import type { AgentMessage, ToolMessage } from './config-requests.js';
 import { parsePutAgent, parsePutProvider, parsePutTool } from './config-requests.js';
 import type { AgentView, ToolView } from './config-views.js';
 import { agentView, toolView } from './config-views.js';
@@ -24,11 +23,7 @@ export class ConfigController {
     @RequestId() requestId: string,
   ): Promise<{ provider: string; configured: boolean }> {
     const request = parsePutProvider(provider, body);
-    const response = await this.agent.call<{ provider: string; configured: boolean }>(
-      'putProvider',
-      callContextOf(caller, requestId),
-      request,
-    );
+    const response = await this.agent.call('putProvider', callContextOf(caller, requestId), request);
     return { provider: response.provider, configured: response.configured };
   }
 
@@ -41,14 +36,10 @@ export class ConfigController {
     @RequestId() requestId: string,
   ): Promise<ToolView> {
     const tool = parsePutTool(name, body);
-    const response = await this.agent.call<{ tool: ToolMessage }>(
-      'putTool',
-      callContextOf(caller, requestId),
-      {
-        tool,
-      },
-    );
-    return toolView(response.tool);
+    const response = await this.agent.call('putTool', callContextOf(caller, requestId), {
+      tool,
+    });
+    return toolView(answered(response.tool, 'tool'));
   }
 
   /** `GET /v1/tools` → the built-ins (`builtin: true`) and the tenant's tools. */
@@ -57,10 +48,7 @@ export class ConfigController {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<{ data: ToolView[] }> {
-    const response = await this.agent.call<{ data?: ToolMessage[] }>(
-      'listTools',
-      callContextOf(caller, requestId),
-    );
+    const response = await this.agent.call('listTools', callContextOf(caller, requestId));
     return { data: (response.data ?? []).map(toolView) };
   }
 
@@ -73,14 +61,10 @@ export class ConfigController {
     @RequestId() requestId: string,
   ): Promise<AgentView> {
     const agent = parsePutAgent(agentId, body);
-    const response = await this.agent.call<{ agent: AgentMessage }>(
-      'putAgent',
-      callContextOf(caller, requestId),
-      {
-        agent,
-      },
-    );
-    return agentView(response.agent);
+    const response = await this.agent.call('putAgent', callContextOf(caller, requestId), {
+      agent,
+    });
+    return agentView(answered(response.agent, 'agent'));
   }
 
   /** `GET /v1/agents` → the tenant's agents, ordered by id. */
@@ -89,10 +73,7 @@ export class ConfigController {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<{ data: AgentView[] }> {
-    const response = await this.agent.call<{ data?: AgentMessage[] }>(
-      'listAgents',
-      callContextOf(caller, requestId),
-    );
+    const response = await this.agent.call('listAgents', callContextOf(caller, requestId));
     return { data: (response.data ?? []).map(agentView) };
   }
 
@@ -103,14 +84,10 @@ export class ConfigController {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<AgentView> {
-    const response = await this.agent.call<{ agent: AgentMessage }>(
-      'getAgent',
-      callContextOf(caller, requestId),
-      {
-        agentId,
-      },
-    );
-    return agentView(response.agent);
+    const response = await this.agent.call('getAgent', callContextOf(caller, requestId), {
+      agentId,
+    });
+    return agentView(answered(response.agent, 'agent'));
   }
 
   /** `POST /v1/webhook-secret` → 201 `{ secret }`, shown once; calling again rotates it. */
@@ -123,10 +100,7 @@ export class ConfigController {
   ): Promise<{ secret: string }> {
     // No body, or `{}`; a JSON `null` (or anything else) is refused like on every other route.
     if (body !== undefined) parseEmpty(body);
-    const response = await this.agent.call<{ secret: string }>(
-      'rotateWebhookSecret',
-      callContextOf(caller, requestId),
-    );
+    const response = await this.agent.call('rotateWebhookSecret', callContextOf(caller, requestId));
     return { secret: response.secret };
   }
 }

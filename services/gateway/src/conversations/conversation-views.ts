@@ -1,45 +1,11 @@
-// keel.conversations.v1 messages (enums by name, JSON as text) as API.md's JSON shows them.
-
-/** The proto Conversation as proto-loader hands it over (enums as their names). */
-export interface ConversationMessage {
-  id: string;
-  agentId: string;
-  title?: string;
-  status: string;
-  version: number;
-  createdAt: string;
-  metadata?: Record<string, string>;
-  messages?: Array<{
-    id: string;
-    role: string;
-    content: string;
-    toolCalls?: Array<{ id: string; name: string; argsJson: string }>;
-    toolCallId?: string | null;
-  }>;
-  pendingApprovals?: Array<{
-    approvalId: string;
-    toolCallId: string;
-    tool: string;
-    argsJson: string;
-    requestedAt: string;
-  }>;
-  usage?: { promptTokens: number; completionTokens: number; costUsd: number } | null;
-}
-
-/** The proto ConversationSummary. */
-export interface ConversationSummaryMessage {
-  id: string;
-  agentId: string;
-  title?: string;
-  status: string;
-  createdAt: string;
-}
-
-/** The proto ListConversationsResponse. */
-export interface ConversationListMessage {
-  data?: ConversationSummaryMessage[];
-  nextCursor?: string;
-}
+// keel.conversations.v1 messages (the generated types: enums as numbers, JSON as text) as API.md's
+// JSON shows them.
+import type {
+  Conversation,
+  ConversationSummary,
+  ListConversationsResponse,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import { ConversationStatus, Decision, MessageRole } from '@keel/proto/keel/conversations/v1/conversations';
 
 /** One conversation of `GET /v1/conversations`. */
 export interface ConversationListItem {
@@ -78,9 +44,18 @@ export interface ConversationView {
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
 }
 
-/** `CONVERSATION_STATUS_AWAITING_APPROVAL` → `awaiting_approval`, `MESSAGE_ROLE_USER` → `user`. */
-export const wordOf = (name: string, prefix: string): string =>
-  (name.startsWith(prefix) ? name.slice(prefix.length) : name).toLowerCase();
+/**
+ * An enum value as the API's lowercase word, from the generated enum's names
+ * (`ConversationStatus.AWAITING_APPROVAL` → `awaiting_approval`, `MessageRole.USER` → `user`).
+ */
+const wordOf = (names: Record<number, string>, value: number): string =>
+  (names[value] ?? 'UNRECOGNIZED').toLowerCase();
+
+/** The conversation status as the API's word (`active`, `awaiting_approval`, …). */
+export const statusWord = (status: ConversationStatus): string => wordOf(ConversationStatus, status);
+
+/** The approval decision as the API's word (`approve`, `deny`). */
+export const decisionWord = (decision: Decision): string => wordOf(Decision, decision);
 
 /** JSON text as the value it holds; text that is not JSON stays a string. */
 const json = (text: string): unknown => {
@@ -92,34 +67,32 @@ const json = (text: string): unknown => {
 };
 
 /** The conversation summary as `POST /v1/conversations` answers it. */
-export const summaryView = (summary: ConversationSummaryMessage) => ({
+export const summaryView = (summary: ConversationSummary) => ({
   id: summary.id,
   agentId: summary.agentId,
-  status: wordOf(summary.status, 'CONVERSATION_STATUS_'),
+  status: statusWord(summary.status),
   createdAt: summary.createdAt,
 });
 
 /** `GET /v1/conversations`'s body: a page, newest first; `nextCursor` null on the last page. */
 export const conversationListView = (
-  list: ConversationListMessage,
+  list: ListConversationsResponse,
 ): { data: ConversationListItem[]; nextCursor: string | null } => ({
   data: (list.data ?? []).map((summary) => ({
     id: summary.id,
     agentId: summary.agentId,
     ...(summary.title ? { title: summary.title } : {}),
-    ...(summary.status && summary.status !== 'CONVERSATION_STATUS_UNSPECIFIED'
-      ? { status: wordOf(summary.status, 'CONVERSATION_STATUS_') }
-      : {}),
+    ...(summary.status !== ConversationStatus.UNSPECIFIED ? { status: statusWord(summary.status) } : {}),
     createdAt: summary.createdAt,
   })),
   nextCursor: list.nextCursor ? list.nextCursor : null,
 });
 
 /** The conversation state with statuses and roles as the API's lowercase words and args as JSON. */
-export const conversationView = (conversation: ConversationMessage): ConversationView => ({
+export const conversationView = (conversation: Conversation): ConversationView => ({
   id: conversation.id,
   agentId: conversation.agentId,
-  status: wordOf(conversation.status, 'CONVERSATION_STATUS_'),
+  status: statusWord(conversation.status),
   version: Number(conversation.version),
   createdAt: conversation.createdAt,
   ...(conversation.title ? { title: conversation.title } : {}),
@@ -128,7 +101,7 @@ export const conversationView = (conversation: ConversationMessage): Conversatio
     : {}),
   messages: (conversation.messages ?? []).map((message) => ({
     id: message.id,
-    role: wordOf(message.role, 'MESSAGE_ROLE_'),
+    role: wordOf(MessageRole, message.role),
     content: message.content,
     ...(message.toolCalls && message.toolCalls.length > 0
       ? {

@@ -6,30 +6,38 @@ import {
   parseListConversations,
   parseSendMessage,
 } from './conversation-requests.js';
+import {
+  Conversation,
+  ConversationStatus,
+  ListConversationsResponse,
+  MessageRole,
+} from '@keel/proto/keel/conversations/v1/conversations';
 import { conversationListView, conversationView } from './conversation-views.js';
 
 describe('conversation bodies and views', () => {
   it('maps the proto conversation to the API shape: lowercase words, args as JSON', () => {
-    const view = conversationView({
-      id: 'c1',
-      agentId: 'support',
-      status: 'CONVERSATION_STATUS_AWAITING_APPROVAL',
-      version: 7,
-      createdAt: '2026-01-01T00:00:00.000Z',
-      messages: [
-        { id: 'm1', role: 'MESSAGE_ROLE_USER', content: 'refund B-2', toolCalls: [] },
-        {
-          id: 'm2',
-          role: 'MESSAGE_ROLE_ASSISTANT',
-          content: '',
-          toolCalls: [{ id: 'tc1', name: 'refund', argsJson: '{"id":"B-2"}' }],
-        },
-      ],
-      pendingApprovals: [
-        { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', argsJson: '{"id":"B-2"}', requestedAt: 't' },
-      ],
-      usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
-    });
+    const view = conversationView(
+      Conversation.fromPartial({
+        id: 'c1',
+        agentId: 'support',
+        status: ConversationStatus.AWAITING_APPROVAL,
+        version: 7,
+        createdAt: '2026-01-01T00:00:00.000Z',
+        messages: [
+          { id: 'm1', role: MessageRole.USER, content: 'refund B-2', toolCalls: [] },
+          {
+            id: 'm2',
+            role: MessageRole.ASSISTANT,
+            content: '',
+            toolCalls: [{ id: 'tc1', name: 'refund', argsJson: '{"id":"B-2"}' }],
+          },
+        ],
+        pendingApprovals: [
+          { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', argsJson: '{"id":"B-2"}', requestedAt: 't' },
+        ],
+        usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+      }),
+    );
     expect(view).toEqual({
       id: 'c1',
       agentId: 'support',
@@ -56,15 +64,17 @@ describe('conversation bodies and views', () => {
     const base = {
       id: 'c1',
       agentId: 'support',
-      status: 'CONVERSATION_STATUS_IDLE',
+      status: ConversationStatus.IDLE,
       version: 1,
       createdAt: '2026-01-01T00:00:00.000Z',
     };
-    expect(conversationView({ ...base, title: 'Refund', metadata: { ticket: 'T-1' } })).toMatchObject({
+    expect(
+      conversationView(Conversation.fromPartial({ ...base, title: 'Refund', metadata: { ticket: 'T-1' } })),
+    ).toMatchObject({
       title: 'Refund',
       metadata: { ticket: 'T-1' },
     });
-    const bare = conversationView({ ...base, title: '', metadata: {} });
+    const bare = conversationView(Conversation.fromPartial({ ...base, title: '', metadata: {} }));
     expect(bare).not.toHaveProperty('title');
     expect(bare).not.toHaveProperty('metadata');
   });
@@ -95,18 +105,27 @@ describe('conversation bodies and views', () => {
       id: 'c2',
       agentId: 'support',
       title: '',
-      status: 'CONVERSATION_STATUS_RUNNING',
+      status: ConversationStatus.RUNNING,
       createdAt: '2026-01-01T00:00:00.000Z',
     };
-    expect(conversationListView({ data: [{ ...item, title: 'Refund' }], nextCursor: 'abc' })).toEqual({
+    expect(
+      conversationListView(
+        ListConversationsResponse.fromPartial({ data: [{ ...item, title: 'Refund' }], nextCursor: 'abc' }),
+      ),
+    ).toEqual({
       data: [{ id: 'c2', agentId: 'support', title: 'Refund', status: 'running', createdAt: item.createdAt }],
       nextCursor: 'abc',
     });
-    expect(conversationListView({ data: [item], nextCursor: '' })).toEqual({
+    expect(
+      conversationListView(ListConversationsResponse.fromPartial({ data: [item], nextCursor: '' })),
+    ).toEqual({
       data: [{ id: 'c2', agentId: 'support', status: 'running', createdAt: item.createdAt }],
       nextCursor: null,
     });
-    expect(conversationListView({})).toEqual({ data: [], nextCursor: null });
+    expect(conversationListView(ListConversationsResponse.fromPartial({}))).toEqual({
+      data: [],
+      nextCursor: null,
+    });
   });
 
   it('reads ?limit= (1–100; absent: the default) and ?cursor=, refusing bad ones by name', () => {

@@ -12,7 +12,8 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
+import { decisionFromJSON } from '@keel/proto/keel/conversations/v1/conversations';
+import { AgentClient, answered, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
@@ -32,14 +33,8 @@ import {
   parseListConversations,
   parseSendMessage,
 } from './conversation-requests.js';
-import type {
-  ConversationListItem,
-  ConversationListMessage,
-  ConversationMessage,
-  ConversationSummaryMessage,
-  ConversationView,
-} from './conversation-views.js';
-import { conversationListView, conversationView, summaryView, wordOf } from './conversation-views.js';
+import type { ConversationListItem, ConversationView } from './conversation-views.js';
+import { conversationListView, conversationView, decisionWord, summaryView } from './conversation-views.js';
 
 /** The part of Fastify's request the send route reads. */
 interface StreamRequest {
@@ -86,12 +81,10 @@ export class ConversationsController {
     @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ) {
     const request = parseCreateConversation(body);
-    const response = await this.agent.call<{ conversation: ConversationSummaryMessage }>(
-      'createConversation',
-      callContextOf(caller, requestId),
-      { request: { ...request, idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '' } },
-    );
-    return summaryView(response.conversation);
+    const response = await this.agent.call('createConversation', callContextOf(caller, requestId), {
+      request: { ...request, idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '' },
+    });
+    return summaryView(answered(response.conversation, 'conversation'));
   }
 
   /** `GET /v1/conversations?limit=&cursor=` → 200 `{ data, nextCursor }`, newest first; bad limit or cursor: 400. */
@@ -104,11 +97,9 @@ export class ConversationsController {
     @RequestId() requestId: string,
   ): Promise<{ data: ConversationListItem[]; nextCursor: string | null }> {
     const request = parseListConversations({ limit, cursor });
-    const response = await this.agent.call<ConversationListMessage>(
-      'listConversations',
-      callContextOf(caller, requestId),
-      { request },
-    );
+    const response = await this.agent.call('listConversations', callContextOf(caller, requestId), {
+      request,
+    });
     return conversationListView(response);
   }
 
@@ -120,12 +111,10 @@ export class ConversationsController {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<ConversationView> {
-    const response = await this.agent.call<{ conversation: ConversationMessage }>(
-      'getConversation',
-      callContextOf(caller, requestId),
-      { request: { conversationId } },
-    );
-    return conversationView(response.conversation);
+    const response = await this.agent.call('getConversation', callContextOf(caller, requestId), {
+      request: { conversationId },
+    });
+    return conversationView(answered(response.conversation, 'conversation'));
   }
 
   /**
@@ -201,19 +190,16 @@ export class ConversationsController {
     @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<{ approvalId: string; decision: string }> {
     const fields = parseDecideApproval(body);
-    const response = await this.agent.call<{ approvalId: string; decision: string }>(
-      'decideApproval',
-      callContextOf(caller, requestId),
-      {
-        request: {
-          conversationId,
-          approvalId,
-          ...fields,
-          idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '',
-        },
+    const response = await this.agent.call('decideApproval', callContextOf(caller, requestId), {
+      request: {
+        conversationId,
+        approvalId,
+        decision: decisionFromJSON(fields.decision),
+        reason: fields.reason,
+        idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '',
       },
-    );
-    return { approvalId: response.approvalId, decision: wordOf(response.decision, 'DECISION_') };
+    });
+    return { approvalId: response.approvalId, decision: decisionWord(response.decision) };
   }
 
   /**
@@ -230,13 +216,9 @@ export class ConversationsController {
     @RequestId() requestId: string,
     @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<{ turnId: string }> {
-    const response = await this.agent.call<{ turnId: string }>(
-      'cancelTurn',
-      callContextOf(caller, requestId),
-      {
-        request: { conversationId, idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '' },
-      },
-    );
+    const response = await this.agent.call('cancelTurn', callContextOf(caller, requestId), {
+      request: { conversationId, idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '' },
+    });
     return { turnId: response.turnId };
   }
 }

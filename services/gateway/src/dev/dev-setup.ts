@@ -87,7 +87,7 @@ export async function ensureDevSetup(options: {
     correlationId: 'dev-setup',
   };
   const current = await agent
-    .call<{ agent: AgentMessage }>('getAgent', context, { agentId: DEV_AGENT_ID })
+    .call('getAgent', context, { agentId: DEV_AGENT_ID })
     .then((response) => response.agent)
     .catch((error: unknown) => {
       if (error instanceof NotFoundError) return undefined;

@@ -16,7 +16,10 @@ import type {
   SendMessageRequest,
   TurnEvent,
 } from '@keel/proto/keel/conversations/v1/conversations';
-import { ConversationServiceControllerMethods } from '@keel/proto/keel/conversations/v1/conversations';
+import {
+  ConversationServiceControllerMethods,
+  decisionFromJSON,
+} from '@keel/proto/keel/conversations/v1/conversations';
 import type { KeelLogger } from '@keel/runtime';
 import { KEEL_LOGGER } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
@@ -153,7 +156,14 @@ export class ConversationsGrpcController implements ConversationServiceControlle
         { decision, reason },
         () =>
           this.agent.call('decideApproval', context, {
-            request: { conversationId, approvalId, decision, reason, idempotencyKey: key ?? '' },
+            request: {
+              conversationId,
+              approvalId,
+              // Nest's proto-loader hands the enum over by name (typed as the generated number).
+              decision: decisionFromJSON(decision),
+              reason,
+              idempotencyKey: key ?? '',
+            },
           }),
       );
     });

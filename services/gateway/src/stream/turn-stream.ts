@@ -1,5 +1,6 @@
 import { streamName } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
+import { ifBusyFromJSON } from '@keel/proto/keel/conversations/v1/conversations';
 import type { BeforeApplicationShutdown } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import type { CallContext } from '../agent-client/agent.client.js';
@@ -92,11 +93,14 @@ export class TurnStreamService implements BeforeApplicationShutdown {
   /** Submits the message through the agent: the turn it started or queued, and its start version. */
   async submit(caller: CallContext, request: TurnRequest): Promise<SubmittedTurn> {
     const { conversationId, content, ifBusy, idempotencyKey } = request;
-    const response = await this.agent.call<{ turnId: string; version?: number | string }>(
-      'submitMessage',
-      caller,
-      { request: { conversationId, content, ifBusy, idempotencyKey: idempotencyKey ?? '' } },
-    );
+    const response = await this.agent.call('submitMessage', caller, {
+      request: {
+        conversationId,
+        content,
+        ifBusy: ifBusyFromJSON(ifBusy),
+        idempotencyKey: idempotencyKey ?? '',
+      },
+    });
     return { turnId: response.turnId, version: Number(response.version ?? 0) };
   }
 

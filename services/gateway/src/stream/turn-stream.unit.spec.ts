@@ -4,6 +4,7 @@ import {
   InMemoryEventStore,
   InMemoryIdempotencyStore,
 } from '@keel/core';
+import { IfBusy } from '@keel/proto/keel/conversations/v1/conversations';
 import type { Infrastructure } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
 import { describe, expect, it } from 'vitest';
@@ -78,7 +79,7 @@ describe('TurnStreamService', () => {
       {
         rpc: 'submitMessage',
         request: {
-          request: { conversationId, content: 'hi', ifBusy: 'IF_BUSY_ENQUEUE', idempotencyKey: 'key-1' },
+          request: { conversationId, content: 'hi', ifBusy: IfBusy.ENQUEUE, idempotencyKey: 'key-1' },
         },
       },
     ]);
