@@ -55,41 +55,49 @@ const initialState = (): MonthBudget => ({
   maxTurnNanos: 0,
 });
 
+/** One budget command, by its type. */
+type CommandOf<T extends BudgetCommand['type']> = Extract<BudgetCommand, { type: T }>;
+
+const reserveTurn = (command: CommandOf<'ReserveTurn'>, state: MonthBudget): BudgetEvent[] => {
+  const { turnId, conversationId, monthlyUsd, reserveUsd, month, at } = command;
+  requireAmount(monthlyUsd, 'monthlyUsd');
+  requireAmount(reserveUsd, 'reserveUsd');
+  if (state.reserved[turnId] || state.settled[turnId]) return [];
+  if (state.spentNanos + state.reservedNanos >= toNanos(monthlyUsd)) {
+    const spentUsd = toUsd(state.spentNanos);
+    const reservedUsd = toUsd(state.reservedNanos);
+    throw new BudgetExceededError(
+      `the monthly budget of ${monthlyUsd} USD is used up for ${month} (UTC): ${spentUsd} USD spent, ${reservedUsd} USD reserved by running turns`,
+      { details: { month, monthlyUsd, spentUsd, reservedUsd } },
+    );
+  }
+  const estimateUsd = toUsd(Math.max(toNanos(reserveUsd), state.maxTurnNanos));
+  return [{ type: 'BudgetReserved', data: { turnId, conversationId, estimateUsd, monthlyUsd, at } }];
+};
+
+const settleTurn = (command: CommandOf<'SettleTurn'>, state: MonthBudget): BudgetEvent[] => {
+  const { turnId, costUsd, unpricedSteps, at } = command;
+  requireAmount(costUsd, 'costUsd');
+  if (state.settled[turnId]) return [];
+  // A turn holding no reservation (admitted without a budget, or released because its submit
+  // looked refused yet was written) still has its cost recorded; if it cost nothing, nothing.
+  if (!state.reserved[turnId] && toNanos(costUsd) === 0) return [];
+  return [{ type: 'BudgetSettled', data: { turnId, costUsd, unpricedSteps, at } }];
+};
+
 const decide = (command: BudgetCommand, state: MonthBudget): BudgetEvent[] => {
   switch (command.type) {
-    case 'ReserveTurn': {
-      const { turnId, conversationId, monthlyUsd, reserveUsd, month, at } = command;
-      requireAmount(monthlyUsd, 'monthlyUsd');
-      requireAmount(reserveUsd, 'reserveUsd');
-      if (state.reserved[turnId] || state.settled[turnId]) return [];
-      if (state.spentNanos + state.reservedNanos >= toNanos(monthlyUsd)) {
-        const spentUsd = toUsd(state.spentNanos);
-        const reservedUsd = toUsd(state.reservedNanos);
-        throw new BudgetExceededError(
-          `the monthly budget of ${monthlyUsd} USD is used up for ${month} (UTC): ${spentUsd} USD spent, ${reservedUsd} USD reserved by running turns`,
-          { details: { month, monthlyUsd, spentUsd, reservedUsd } },
-        );
-      }
-      const estimateUsd = toUsd(Math.max(toNanos(reserveUsd), state.maxTurnNanos));
-      return [{ type: 'BudgetReserved', data: { turnId, conversationId, estimateUsd, monthlyUsd, at } }];
-    }
-    case 'SettleTurn': {
-      const { turnId, costUsd, unpricedSteps, at } = command;
-      requireAmount(costUsd, 'costUsd');
-      if (state.settled[turnId]) return [];
-      // A turn holding no reservation (admitted without a budget, or released because its submit
-      // looked refused yet was written) still has its cost recorded; if it cost nothing, nothing.
-      if (!state.reserved[turnId] && toNanos(costUsd) === 0) return [];
-      return [{ type: 'BudgetSettled', data: { turnId, costUsd, unpricedSteps, at } }];
-    }
+    case 'ReserveTurn':
+      return reserveTurn(command, state);
+    case 'SettleTurn':
+      return settleTurn(command, state);
     case 'ReleaseTurn': {
       const { turnId, reason, at } = command;
-      if (!state.reserved[turnId]) return [];
-      return [{ type: 'BudgetReleased', data: { turnId, reason, at } }];
+      return state.reserved[turnId] ? [{ type: 'BudgetReleased', data: { turnId, reason, at } }] : [];
     }
     default: {
       const unknown: never = command;
-      throw new ValidationError(`unknown budget command ${String(unknown)}`);
+      throw new ValidationError(`unknown budget command ${String((unknown as { type: unknown }).type)}`);
     }
   }
 };
