@@ -1,12 +1,16 @@
-import type { Consumer, Delivery, EventBus, EventStore } from '@keel/core';
+import type { Consumer, Delivery, EventBus, EventData, EventStore } from '@keel/core';
 import { isEvent } from '@keel/core';
-import type { UsageRecorded, UserMessageAdded } from '@keel/events';
+import type { TurnCancelled, TurnCompleted, TurnFailed, UsageRecorded, UserMessageAdded } from '@keel/events';
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import { budgetMonthOf } from './budget-month.js';
 import type { TurnBudgets } from './turn-budgets.js';
 
 /** The events that end a turn: its cost is final then. */
 const TURN_ENDS = new Set(['TurnCompleted', 'TurnFailed', 'TurnCancelled']);
+
+/** True for an event that ends a turn. */
+const isTurnEnd = (event: EventData): event is TurnCompleted | TurnFailed | TurnCancelled =>
+  TURN_ENDS.has(event.type);
 
 /** A turn's cost as its conversation recorded it. */
 export interface TurnCost {
@@ -72,8 +76,8 @@ export class BudgetSettlement {
   }
 
   private async onEvent({ event }: Delivery): Promise<void> {
-    if (!TURN_ENDS.has(event.type)) return;
-    const { turnId, at } = event.data as { turnId: string; at: string };
+    if (!isTurnEnd(event)) return;
+    const { turnId, at } = event.data;
     const events = await this.store.read(event.tenantId, event.streamName, { toVersion: event.version });
     const cost = turnCostOf(events, turnId);
     const month = budgetMonthOf(cost.submittedAt ?? at);
