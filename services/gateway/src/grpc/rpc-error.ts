@@ -11,7 +11,7 @@ export type GatewayRpcError = RpcException & { code: number; details: string; me
  * The status a failed gateway RPC ends with, mapped once (grpc-status.ts): KeelErrors by code,
  * anything else INTERNAL with its cause logged. The exception also carries `code`/`details` as
  * own fields, so the status survives whichever exception filter hands it to grpc-js; a rate-limit
- * refusal adds `retry-after` (seconds) to the trailers.
+ * refusal adds `retry-after` (seconds) to the trailers, beside the edge's `keel-error`.
  */
 export const rpcErrorOf = (
   error: unknown,
@@ -19,8 +19,9 @@ export const rpcErrorOf = (
   context: Record<string, unknown>,
 ): GatewayRpcError => {
   const exception = toRpcException(error, logger, context);
-  const status = exception.getError() as { code: number; message: string };
-  const metadata = new Metadata();
+  const status = exception.getError() as { code: number; message: string; metadata?: Metadata };
+  // The trailers the edge set (`keel-error` on a budget refusal), plus the gateway's own.
+  const metadata = status.metadata ?? new Metadata();
   if (error instanceof RateLimitedError)
     metadata.set('retry-after', String(retryAfterSeconds(error.decision)));
   return Object.assign(exception, { code: status.code, details: status.message, metadata });
