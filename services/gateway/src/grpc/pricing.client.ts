@@ -1,7 +1,6 @@
 import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import type { KeelErrorCode } from '@keel/core';
-import { KeelError, UnavailableError } from '@keel/core';
+import { UnavailableError } from '@keel/core';
 import type {
   ComputeCostRequest,
   ComputeCostResponse,
@@ -16,6 +15,7 @@ import { PricingServiceService } from '@keel/proto/keel/pricing/v1/pricing';
 import { DEFAULT_GRPC_PORTS, GrpcClient } from '@keel/runtime';
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Injectable } from '@nestjs/common';
+import { keelErrorOf } from '../agent-client/grpc-errors.js';
 
 /** How long one pricing call may take before the caller is told UNAVAILABLE. */
 export const PRICING_CALL_DEADLINE_MS = 5_000;
@@ -24,16 +24,16 @@ export const PRICING_CALL_DEADLINE_MS = 5_000;
 export const pricingAddressFromEnv = (env: NodeJS.ProcessEnv = process.env): string =>
   env.PRICING_GRPC_URL?.trim() || `127.0.0.1:${DEFAULT_GRPC_PORTS.pricing}`;
 
-/** Statuses of the pricing service passed on to the caller as they are (with the service's message). */
-const PASSED_ON: Readonly<Partial<Record<number, KeelErrorCode>>> = {
-  [status.INVALID_ARGUMENT]: 'INVALID_ARGUMENT',
-  [status.NOT_FOUND]: 'NOT_FOUND',
-  [status.ALREADY_EXISTS]: 'ALREADY_EXISTS',
-  [status.FAILED_PRECONDITION]: 'FAILED_PRECONDITION',
-  [status.ABORTED]: 'ABORTED',
-  [status.PERMISSION_DENIED]: 'PERMISSION_DENIED',
-  [status.RESOURCE_EXHAUSTED]: 'RESOURCE_EXHAUSTED',
-};
+/** Statuses of the pricing service passed on to the caller (with the service's message). */
+const PASSED_ON: ReadonlySet<number> = new Set([
+  status.INVALID_ARGUMENT,
+  status.NOT_FOUND,
+  status.ALREADY_EXISTS,
+  status.FAILED_PRECONDITION,
+  status.ABORTED,
+  status.PERMISSION_DENIED,
+  status.RESOURCE_EXHAUSTED,
+]);
 
 /**
  * The KeelError a failed pricing call becomes: the service's typed statuses keep their code and
@@ -41,8 +41,8 @@ const PASSED_ON: Readonly<Partial<Record<number, KeelErrorCode>>> = {
  * fault of the platform, returned as a plain error so the edge answers INTERNAL and logs it.
  */
 export const pricingErrorOf = (failure: ServiceError): Error => {
-  const code = PASSED_ON[failure.code];
-  if (code) return new KeelError(code, failure.details || failure.message, { cause: failure });
+  // The same typed errors as the agent's statuses become (ABORTED a ConflictError, …): mapped once.
+  if (PASSED_ON.has(failure.code)) return keelErrorOf(failure) ?? failure;
   if (failure.code === status.UNAVAILABLE || failure.code === status.DEADLINE_EXCEEDED) {
     return new UnavailableError('the pricing service is unavailable, retry later', { cause: failure });
   }
