@@ -3,6 +3,8 @@
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Conversation } from '@keel/proto/keel/conversations/v1/conversations';
+import { ConversationStatus, Decision, MessageRole } from '@keel/proto/keel/conversations/v1/conversations';
 import {
   agentClient,
   agentConfig,
@@ -16,27 +18,22 @@ import { startWebhookServer } from './support/webhook-server.js';
 
 const { tenant, editor } = testCallers('bad');
 
-interface View {
-  status: string;
-  messages: Array<{ role: string; content: string }>;
-  pendingApprovals: Array<{ approvalId: string }>;
-}
-
 describe('bad input, end to end', () => {
   const env = platformEnv('bad_input');
   let fake: FakeOpenAI;
   let webhook: WebhookServer;
   let processes: ProcessHandle[] = [];
   let client: ReturnType<typeof agentClient>;
-  let steps: ReturnType<typeof conversationSteps<View>>;
+  let steps: ReturnType<typeof conversationSteps>;
 
   const get = (id: string) => steps.get(id);
   const turn = (content: string) => steps.start('support', content);
-  const settled = async (id: string, status = 'CONVERSATION_STATUS_IDLE') => {
+  const settled = async (id: string, status: ConversationStatus = ConversationStatus.IDLE) => {
     await steps.waitStatus(id, status);
     return get(id);
   };
-  const toolResult = (view: View) => view.messages.find((m) => m.role === 'MESSAGE_ROLE_TOOL')?.content ?? '';
+  const toolResult = (view: Conversation) =>
+    view.messages.find((m) => m.role === MessageRole.TOOL)?.content ?? '';
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
@@ -44,8 +41,8 @@ describe('bad input, end to end', () => {
     const port = await freePort();
     processes = await Promise.all([startAgent(env, port, fake.url), startTools(env)]);
     client = agentClient(`127.0.0.1:${port}`);
-    steps = conversationSteps<View>(client, editor);
-    webhook.setSecret((await client.call<{ secret: string }>('rotateWebhookSecret', tenant)).secret);
+    steps = conversationSteps(client, editor);
+    webhook.setSecret((await client.call('rotateWebhookSecret', tenant)).secret);
     const schema = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };
     for (const [name, approval] of [
       ['lookup_order', 'never'],
@@ -119,12 +116,12 @@ describe('bad input, end to end', () => {
       fakeReply.text('Done.'),
     );
     const id = await turn('[b5] refund R-5');
-    const [approval] = (await settled(id, 'CONVERSATION_STATUS_AWAITING_APPROVAL')).pendingApprovals;
-    const decide = (approvalId: string, decision: string) =>
+    const [approval] = (await settled(id, ConversationStatus.AWAITING_APPROVAL)).pendingApprovals;
+    const decide = (approvalId: string, decision: Decision) =>
       client.call('decideApproval', editor, { request: { conversationId: id, approvalId, decision } });
-    await decide(approval!.approvalId, 'DECISION_DENY');
-    await expect(decide(approval!.approvalId, 'DECISION_APPROVE')).rejects.toMatchObject({ code: 10 }); // ABORTED
-    await expect(decide('no-such-approval', 'DECISION_APPROVE')).rejects.toMatchObject({ code: 5 }); // NOT_FOUND
+    await decide(approval!.approvalId, Decision.DENY);
+    await expect(decide(approval!.approvalId, Decision.APPROVE)).rejects.toMatchObject({ code: 10 }); // ABORTED
+    await expect(decide('no-such-approval', Decision.APPROVE)).rejects.toMatchObject({ code: 5 }); // NOT_FOUND
     const view = await settled(id);
     expect(toolResult(view)).toContain('denied by ana');
     expect(webhook.hits.filter((h) => h.body.conversationId === id)).toEqual([]);

@@ -10,6 +10,7 @@ import type { ModelUsage } from '@keel/events';
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
 import { agentClient, conversationSteps, testCallers } from './support/agent-client.js';
 import { pricingClient } from './support/grpc-client.js';
 import { platformEnv, startAgent, startPricing } from './support/platform.js';
@@ -37,7 +38,7 @@ describe('model calls priced by the pricing service (pricing and agent as separa
   const turn = async (agentId: string, content: string) => {
     const steps = conversationSteps(client, editor);
     const id = await steps.start(agentId, content);
-    await steps.waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    await steps.waitStatus(id, ConversationStatus.IDLE);
     const events: RecordedEvent[] = await store.read(tenant.tenantId, `conversation-${id}`);
     return {
       id,
@@ -96,14 +97,10 @@ describe('model calls priced by the pricing service (pricing and agent as separa
         at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       },
     ]);
-    const view = await client.call<{ conversation: { usage: { costUsd: number } } }>(
-      'getConversation',
-      editor,
-      {
-        request: { conversationId: id },
-      },
-    );
-    expect(view.conversation.usage.costUsd).toBeCloseTo(0.000153, 12);
+    const view = await client.call('getConversation', editor, {
+      request: { conversationId: id },
+    });
+    expect(view.conversation?.usage?.costUsd).toBeCloseTo(0.000153, 12);
   });
 
   it('prices later calls with an operator override from its instant on; calls recorded before keep their cost', async () => {

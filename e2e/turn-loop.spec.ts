@@ -5,6 +5,7 @@
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConversationStatus, Decision, MessageRole } from '@keel/proto/keel/conversations/v1/conversations';
 import {
   agentClient,
   agentConfig,
@@ -18,12 +19,6 @@ import { startWebhookServer } from './support/webhook-server.js';
 
 const { tenant, editor } = testCallers('e2e');
 
-interface ConversationView {
-  status: string;
-  messages: Array<{ role: string; content: string; toolCallId?: string }>;
-  pendingApprovals: Array<{ approvalId: string; tool: string }>;
-}
-
 describe('a turn that survives anything (agent and tools as separate processes)', () => {
   const env = platformEnv('turns', { KEEL_AGENT_ACK_WAIT_MS: '3000', KEEL_TOOLS_ACK_WAIT_MS: '3000' });
   let fake: FakeOpenAI;
@@ -32,12 +27,12 @@ describe('a turn that survives anything (agent and tools as separate processes)'
   let agent: ProcessHandle;
   let tools: ProcessHandle;
   let client: ReturnType<typeof agentClient>;
-  let steps: ReturnType<typeof conversationSteps<ConversationView>>;
+  let steps: ReturnType<typeof conversationSteps>;
 
   const restartAgent = () => startAgent(env, agentPort, fake.url);
   const get = (id: string) => steps.get(id);
   const open = (content: string) => steps.start('support', content);
-  const waitStatus = (id: string, status: string, timeoutMs = 30_000) =>
+  const waitStatus = (id: string, status: ConversationStatus, timeoutMs = 30_000) =>
     steps.waitStatus(id, status, timeoutMs);
 
   beforeAll(async () => {
@@ -46,8 +41,8 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     agentPort = await freePort();
     [agent, tools] = await Promise.all([restartAgent(), startTools(env)]);
     client = agentClient(`127.0.0.1:${agentPort}`);
-    steps = conversationSteps<ConversationView>(client, editor);
-    const { secret } = await client.call<{ secret: string }>('rotateWebhookSecret', tenant);
+    steps = conversationSteps(client, editor);
+    const { secret } = await client.call('rotateWebhookSecret', tenant);
     webhook.setSecret(secret);
     const schema = {
       type: 'object',
@@ -100,16 +95,16 @@ describe('a turn that survives anything (agent and tools as separate processes)'
       fakeReply.text('Order A-1 shipped; three cost 59.97.'),
     );
     const id = await open('[s1] where is A-1, and what do three cost?');
-    await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    await waitStatus(id, ConversationStatus.IDLE);
     const view = await get(id);
     expect(view.messages.map((m) => m.role)).toEqual([
-      'MESSAGE_ROLE_USER',
-      'MESSAGE_ROLE_ASSISTANT',
-      'MESSAGE_ROLE_TOOL',
-      'MESSAGE_ROLE_TOOL',
-      'MESSAGE_ROLE_ASSISTANT',
+      MessageRole.USER,
+      MessageRole.ASSISTANT,
+      MessageRole.TOOL,
+      MessageRole.TOOL,
+      MessageRole.ASSISTANT,
     ]);
-    const results = view.messages.filter((m) => m.role === 'MESSAGE_ROLE_TOOL').map((m) => m.content);
+    const results = view.messages.filter((m) => m.role === MessageRole.TOOL).map((m) => m.content);
     expect(results.some((r) => r.includes('"status":"shipped"'))).toBe(true);
     expect(results.some((r) => r.includes('59.97'))).toBe(true);
     expect(view.messages.at(-1)?.content).toBe('Order A-1 shipped; three cost 59.97.');
@@ -134,15 +129,15 @@ describe('a turn that survives anything (agent and tools as separate processes)'
       fakeReply.text('Refunded 20 on B-2.'),
     );
     const id = await open('[s2] refund 20 on B-2');
-    await waitStatus(id, 'CONVERSATION_STATUS_AWAITING_APPROVAL');
+    await waitStatus(id, ConversationStatus.AWAITING_APPROVAL);
     await agent.kill('SIGKILL');
     agent = await restartAgent();
     const [approval] = (await get(id)).pendingApprovals;
     expect(approval?.tool).toBe('refund');
     await client.call('decideApproval', editor, {
-      request: { conversationId: id, approvalId: approval!.approvalId, decision: 'DECISION_APPROVE' },
+      request: { conversationId: id, approvalId: approval!.approvalId, decision: Decision.APPROVE },
     });
-    await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    await waitStatus(id, ConversationStatus.IDLE);
     const hits = webhook.hits.filter((h) => h.body.conversationId === id);
     expect(hits.map((h) => h.key)).toHaveLength(1);
     expect(webhook.effects.get(hits[0]!.key)).toBe(1);
@@ -163,7 +158,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     await agent.kill('SIGKILL');
     webhook.hold(0);
     agent = await restartAgent();
-    await waitStatus(id, 'CONVERSATION_STATUS_IDLE');
+    await waitStatus(id, ConversationStatus.IDLE);
     const keys = webhook.hits.filter((h) => h.body.conversationId === id).map((h) => h.key);
     expect(new Set(keys).size).toBe(1);
     expect(webhook.effects.get(keys[0]!)).toBe(1);
@@ -192,7 +187,7 @@ describe('a turn that survives anything (agent and tools as separate processes)'
     await agent.kill('SIGKILL');
     expect((await fake.waitForClientClose(index, 5_000)).closedByClient).toBe(true);
     agent = await restartAgent();
-    await waitStatus(id, 'CONVERSATION_STATUS_IDLE', 60_000);
+    await waitStatus(id, ConversationStatus.IDLE, 60_000);
     const view = await get(id);
     expect(view.messages.map((m) => m.content)).toEqual(['[s4] tell me slowly', 'Here is the full answer.']);
   });

@@ -3,6 +3,7 @@
 import type { FakeOpenAI, ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConversationStatus, MessageRole } from '@keel/proto/keel/conversations/v1/conversations';
 import { agentClient, agentConfig, conversationSteps, testCallers } from './support/agent-client.js';
 import { platformEnv, startAgent, startTools } from './support/platform.js';
 
@@ -45,27 +46,24 @@ describe('two agent instances', () => {
         fakeReply.text(`The answer is ${i * 2}.`, { chunkDelayMs: 30 }),
       );
     }
-    const { start, get } = conversationSteps<{ messages: Array<{ role: string; content: string }> }>(
-      client,
-      editor,
-    );
+    const { start, get } = conversationSteps(client, editor);
     const ids = await Promise.all(
       Array.from({ length: CONVERSATIONS }, (_, i) => start('support', `[c${i}] ${i}*2?`)),
     );
     await eventually(
       async () => {
         const views = await Promise.all(ids.map(get));
-        expect(views.filter((v) => v.status !== 'CONVERSATION_STATUS_IDLE')).toEqual([]);
+        expect(views.filter((v) => v.status !== ConversationStatus.IDLE)).toEqual([]);
       },
       { timeoutMs: 60_000, intervalMs: 200 },
     );
     for (let i = 0; i < CONVERSATIONS; i++) {
       const view = await get(ids[i]!);
       expect(view.messages.map((m) => m.role)).toEqual([
-        'MESSAGE_ROLE_USER',
-        'MESSAGE_ROLE_ASSISTANT',
-        'MESSAGE_ROLE_TOOL',
-        'MESSAGE_ROLE_ASSISTANT',
+        MessageRole.USER,
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
       ]);
       expect(view.messages.at(-1)?.content).toBe(`The answer is ${i * 2}.`);
       // The provider saw exactly two calls for this conversation: no step ran twice.

@@ -1,8 +1,27 @@
-// A grpc-js client of keel.agent.v1.AgentService for end-to-end tests, promise-based, plus the
-// callers and the conversation steps the agent-level tests share.
+// A typed client of keel.agent.v1.AgentService (the generated messages) for end-to-end tests,
+// plus the callers and the conversation steps the agent-level tests share.
+import type { DeepPartial, MessageFns } from '@keel/proto/keel/agent/v1/agent';
+import {
+  AgentServiceService,
+  CancelTurnRequest,
+  CreateConversationRequest,
+  DecideApprovalRequest,
+  GetAgentRequest,
+  GetConversationRequest,
+  ListAgentsRequest,
+  ListConversationsRequest,
+  ListToolsRequest,
+  PutAgentRequest,
+  PutProviderRequest,
+  PutToolRequest,
+  RotateWebhookSecretRequest,
+  SubmitMessageRequest,
+} from '@keel/proto/keel/agent/v1/agent';
+import type { Conversation, ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
+import type { GrpcMethod } from '@keel/runtime';
+import { GrpcClient } from '@keel/runtime';
 import { eventually, uniqueName } from '@keel/testkit';
 import { expect } from 'vitest';
-import { grpcClient } from './grpc-client.js';
 
 /** The caller identity the gateway would send with each internal call. */
 export interface TestCaller {
@@ -17,14 +36,39 @@ export const testCallers = (prefix: string): { tenant: TestCaller; editor: TestC
   return { tenant, editor: { ...tenant, role: 'editor', userId: 'ana' } };
 };
 
-/** A promise-based AgentService client; every call takes the caller it acts for. */
+type AgentService = typeof AgentServiceService;
+type AgentRpc = keyof AgentService;
+type RequestOf<R extends AgentRpc> = Parameters<AgentService[R]['requestSerialize']>[0];
+type ResponseOf<R extends AgentRpc> = ReturnType<AgentService[R]['responseDeserialize']>;
+
+/** Each RPC's request message, to fill the fields a test leaves out with their defaults. */
+const REQUESTS: { readonly [R in AgentRpc]: MessageFns<RequestOf<R>> } = {
+  createConversation: CreateConversationRequest,
+  getConversation: GetConversationRequest,
+  listConversations: ListConversationsRequest,
+  submitMessage: SubmitMessageRequest,
+  decideApproval: DecideApprovalRequest,
+  cancelTurn: CancelTurnRequest,
+  putTool: PutToolRequest,
+  listTools: ListToolsRequest,
+  putAgent: PutAgentRequest,
+  getAgent: GetAgentRequest,
+  listAgents: ListAgentsRequest,
+  putProvider: PutProviderRequest,
+  rotateWebhookSecret: RotateWebhookSecretRequest,
+};
+
+/**
+ * A typed AgentService client on the generated definition; every call takes the caller it acts
+ * for, and its request and answer are the generated messages.
+ */
 export const agentClient = (address: string) => {
-  const client = grpcClient(address, 'keel/agent/v1/agent.proto', 'agent.v1.AgentService');
-  const call = <T = Record<string, unknown>>(
-    method: string,
+  const client = new GrpcClient(address, { deadlineMs: 10_000 });
+  const call = <R extends AgentRpc>(
+    rpc: R,
     caller: TestCaller,
-    request: object = {},
-  ): Promise<T> => {
+    request: DeepPartial<Omit<RequestOf<R>, 'context'>> = {} as DeepPartial<Omit<RequestOf<R>, 'context'>>,
+  ): Promise<ResponseOf<R>> => {
     const context = {
       tenantId: caller.tenantId,
       actor: {
@@ -32,11 +76,13 @@ export const agentClient = (address: string) => {
         role: caller.role ?? 'admin',
         userId: caller.userId ?? 'tester',
       },
-      correlationId: `e2e-${method}-${Date.now()}`,
+      correlationId: `e2e-${rpc}-${Date.now()}`,
     };
-    return client.unary<T>(method, undefined, { context, ...request });
+    const method = AgentServiceService[rpc] as unknown as GrpcMethod<RequestOf<R>, ResponseOf<R>, false>;
+    const message = REQUESTS[rpc] as MessageFns<RequestOf<R>>;
+    return client.unary(method, message.fromPartial({ ...(request as object), context } as never));
   };
-  return { call, close: client.close };
+  return { call, close: () => client.close() };
 };
 
 /** An AgentService client. */
@@ -46,28 +92,21 @@ export type AgentClient = ReturnType<typeof agentClient>;
  * The conversation steps of agent-level tests, as `caller`: `start` opens a conversation with an
  * agent and submits a message (its id), `get` reads its view, `waitStatus` waits for a status.
  */
-export const conversationSteps = <View = Record<string, unknown>>(
-  client: AgentClient,
-  caller: TestCaller,
-) => {
+export const conversationSteps = (client: AgentClient, caller: TestCaller) => {
   const start = async (agentId: string, content: string): Promise<string> => {
-    const { conversation } = await client.call<{ conversation: { id: string } }>(
-      'createConversation',
-      caller,
-      {
-        request: { agentId },
-      },
-    );
-    await client.call('submitMessage', caller, { request: { conversationId: conversation.id, content } });
-    return conversation.id;
+    const { conversation } = await client.call('createConversation', caller, { request: { agentId } });
+    const id = conversation?.id ?? '';
+    await client.call('submitMessage', caller, { request: { conversationId: id, content } });
+    return id;
   };
-  const get = async (id: string): Promise<View & { status: string }> =>
-    (
-      await client.call<{ conversation: View & { status: string } }>('getConversation', caller, {
-        request: { conversationId: id },
-      })
-    ).conversation;
-  const waitStatus = (id: string, status: string, timeoutMs = 30_000) =>
+  const get = async (id: string): Promise<Conversation> => {
+    const { conversation } = await client.call('getConversation', caller, {
+      request: { conversationId: id },
+    });
+    if (!conversation) throw new Error(`GetConversation ${id} answered no conversation`);
+    return conversation;
+  };
+  const waitStatus = (id: string, status: ConversationStatus, timeoutMs = 30_000) =>
     eventually(async () => expect((await get(id)).status).toBe(status), { timeoutMs, intervalMs: 100 });
   return { start, get, waitStatus };
 };
