@@ -35,4 +35,4 @@ export const foldRecorded = <State, Event extends EventData>(
   decider: Evolver<State, Event>,
   events: readonly RecordedEvent[],
   from: State = decider.initialState(),
-): State => events.reduce((state, event) => decider.evolve(state, asDecided<Event>(event)), from);
+): State => fold(decider, events.map(asDecided<Event>), from);

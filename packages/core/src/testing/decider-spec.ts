@@ -1,5 +1,6 @@
 import { deepStrictEqual, ok } from 'node:assert/strict';
 import type { Decider } from '../decider/index.js';
+import { fold } from '../decider/index.js';
 import type { EventData } from '../typing/index.js';
 
 /** Strips store-assigned fields so a spec compares what the decider decided, not ids or metadata. */
@@ -11,7 +12,7 @@ export const DeciderSpec = {
   for<State, Command, Event extends EventData>(decider: Decider<State, Command, Event>) {
     return {
       given(events: readonly Event[]) {
-        const state = events.reduce((s, e) => decider.evolve(s, e), decider.initialState());
+        const state = fold(decider, events);
         return {
           when(command: Command) {
             const run = (): Event[] => decider.decide(command, state);
@@ -34,10 +35,7 @@ export const DeciderSpec = {
               },
               /** Asserts the state after evolving with the decided events. */
               thenState(expected: State): void {
-                deepStrictEqual(
-                  run().reduce((s, e) => decider.evolve(s, e), state),
-                  expected,
-                );
+                deepStrictEqual(fold(decider, run(), state), expected);
               },
             };
           },
