@@ -307,11 +307,7 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
   });
 
   it('passes PricingService through to the pricing service: reads for any key, SetPrice for the operator only', async () => {
-    const direct = await pricingDirect.unary<{ models: Array<{ model: string }> }>(
-      'listModels',
-      undefined,
-      {},
-    );
+    const direct = await pricingDirect.unary('listModels', undefined, {});
     const viaGateway = await pricingViaGateway.unary('listModels', keys.viewer, {});
     expect(direct.models.length).toBeGreaterThan(0);
     expect(viaGateway).toEqual(direct);
@@ -330,9 +326,7 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
       status.PERMISSION_DENIED,
     );
     await pricingViaGateway.unary('setPrice', OPERATOR_KEY, price);
-    const now = await pricingViaGateway.unary<{
-      price: { inputUsdPerMtok: number; outputUsdPerMtok: number };
-    }>('getPrice', keys.viewer, { model: 'openai:gpt-4o-mini' });
+    const now = await pricingViaGateway.unary('getPrice', keys.viewer, { model: 'openai:gpt-4o-mini' });
     expect(now.price).toMatchObject({ inputUsdPerMtok: 1.25, outputUsdPerMtok: 2.5 });
   });
 });

@@ -12,6 +12,7 @@ import { fakeReply, freePort, lastUserMessageIncludes, startFakeOpenAI } from '@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
 import { agentClient, conversationSteps, testCallers } from './support/agent-client.js';
+import type { DeepPartial, SetPriceRequest } from '@keel/proto/keel/pricing/v1/pricing';
 import { pricingClient } from './support/grpc-client.js';
 import { platformEnv, startAgent, startPricing } from './support/platform.js';
 
@@ -21,7 +22,7 @@ const { tenant, editor } = testCallers('e2epricing');
 type Usage = ModelUsage;
 
 /** A SetPrice call on the pricing service, as the gateway's operator route would make it. */
-const setPrice = (address: string, request: object): Promise<unknown> => {
+const setPrice = (address: string, request: DeepPartial<SetPriceRequest>): Promise<unknown> => {
   const client = pricingClient(address);
   return client.unary('setPrice', undefined, request).finally(() => client.close());
 };

@@ -3,7 +3,16 @@
 import type { ClientReadableStream, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
 import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import type { DeepPartial, MessageFns } from '@keel/proto/keel/pricing/v1/pricing';
+import {
+  ComputeCostRequest,
+  GetPriceRequest,
+  ListModelsRequest,
+  PricingServiceService,
+  SetPriceRequest,
+} from '@keel/proto/keel/pricing/v1/pricing';
+import type { GrpcMethod } from '@keel/runtime';
+import { GrpcClient as TypedGrpcClient, PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
 
 type Callback = (error: ServiceError | null, response?: unknown) => void;
 type RawClient = Record<
@@ -65,9 +74,43 @@ export type GrpcClient = ReturnType<typeof grpcClient>;
 export const conversationsClient = (address: string) =>
   grpcClient(address, 'keel/conversations/v1/conversations.proto', 'conversations.v1.ConversationService');
 
-/** A PricingService client (on a gateway's port, or the pricing service's own). */
-export const pricingClient = (address: string) =>
-  grpcClient(address, 'keel/pricing/v1/pricing.proto', 'pricing.v1.PricingService');
+type PricingService = typeof PricingServiceService;
+type PricingRpc = keyof PricingService;
+type PricingRequestOf<R extends PricingRpc> = Parameters<PricingService[R]['requestSerialize']>[0];
+type PricingResponseOf<R extends PricingRpc> = ReturnType<PricingService[R]['responseDeserialize']>;
+
+/** Each PricingService RPC's request message, to fill the fields a test leaves out with defaults. */
+const PRICING_REQUESTS: { readonly [R in PricingRpc]: MessageFns<PricingRequestOf<R>> } = {
+  getPrice: GetPriceRequest,
+  listModels: ListModelsRequest,
+  computeCost: ComputeCostRequest,
+  setPrice: SetPriceRequest,
+};
+
+/**
+ * A typed PricingService client (on a gateway's port, or the pricing service's own) on the
+ * generated definition: a bearer key as metadata per call (none when undefined); a failed call
+ * rejects with the ServiceError.
+ */
+export const pricingClient = (address: string) => {
+  const client = new TypedGrpcClient(address, { deadlineMs: 30_000 });
+  const unary = <R extends PricingRpc>(
+    rpc: R,
+    key: string | undefined,
+    request: DeepPartial<PricingRequestOf<R>>,
+  ): Promise<PricingResponseOf<R>> => {
+    const method = PricingServiceService[rpc] as unknown as GrpcMethod<
+      PricingRequestOf<R>,
+      PricingResponseOf<R>,
+      false
+    >;
+    const message = PRICING_REQUESTS[rpc] as MessageFns<PricingRequestOf<R>>;
+    return client.unary(method, message.fromPartial(request as never), {
+      metadata: key === undefined ? {} : { authorization: `Bearer ${key}` },
+    });
+  };
+  return { unary, close: () => client.close() };
+};
 
 /** The error a gRPC call failed with (undefined when it succeeded). */
 export const failureOf = async (call: Promise<unknown>): Promise<ServiceError | undefined> => {
