@@ -3,9 +3,11 @@
 # Stage 1 compiles TypeScript with the dev dependencies; stage 2 holds production dependencies
 # only (npm ci --omit=dev), the compiled dist folders and the files read at run time, as a
 # non-root user. The same steps run without Docker: npm ci, npm run build, node services/*/dist/main.js.
-FROM node:20-bookworm-slim AS build
+# The base image's Node major is the one package.json pins (devDependencies.node, engines); the
+# .npmrc comes along for its install-script policy (package.json allowScripts, strictly).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
+COPY package.json package-lock.json .npmrc tsconfig.base.json tsconfig.build.json ./
 COPY proto/package.json proto/
 COPY packages/core/package.json packages/core/
 COPY packages/events/package.json packages/events/
@@ -23,10 +25,10 @@ COPY packages packages
 COPY services services
 RUN npm run build
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
 COPY --from=build /app/proto/package.json proto/
 COPY --from=build /app/packages/core/package.json packages/core/
 COPY --from=build /app/packages/events/package.json packages/events/

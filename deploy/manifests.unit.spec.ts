@@ -208,9 +208,13 @@ describe('docker-compose.yml and the Dockerfile', () => {
     expect(compose.services.gateway.environment.AGENT_GRPC_URL).toBe(`agent:${DEFAULT_GRPC_PORTS.agent}`);
   });
 
-  it('builds in two stages: production dependencies only, non-root, every workspace copied', () => {
-    expect(dockerfile).toMatch(/^FROM node:20\S* AS build$/m);
-    expect(dockerfile).toMatch(/^FROM node:20\S* AS runtime$/m);
+  it('builds in two stages on the Node major the repo pins: production dependencies only, non-root, every workspace copied', () => {
+    const pinned = (JSON.parse(read('package.json')) as { devDependencies: Record<string, string> })
+      .devDependencies.node;
+    const major = /^(\d+)\./.exec(pinned ?? '')?.[1];
+    expect(major, 'package.json devDependencies.node').toBeDefined();
+    expect(dockerfile).toMatch(new RegExp(`^FROM node:${major}-bookworm-slim AS build$`, 'm'));
+    expect(dockerfile).toMatch(new RegExp(`^FROM node:${major}-bookworm-slim AS runtime$`, 'm'));
     const runtimeStage = dockerfile.slice(dockerfile.indexOf('AS runtime'));
     expect(runtimeStage).toMatch(/RUN npm ci --omit=dev/);
     expect(runtimeStage).toMatch(/^USER node$/m);

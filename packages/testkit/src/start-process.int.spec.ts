@@ -4,7 +4,7 @@ import { startProcess, testInfra } from './index.js';
 const entry = 'packages/testkit/test/fixtures/report-env.ts';
 
 describe('startProcess', () => {
-  it('runs a TypeScript entry with the infra env, args and extra env, and waits for its ready line', async () => {
+  it('runs a TypeScript entry on the Node running the tests, with the infra env, args and extra env, and waits for its ready line', async () => {
     const proc = await startProcess({
       name: 'report-env',
       entry,
@@ -14,7 +14,7 @@ describe('startProcess', () => {
     });
     expect(proc.pid).toBeGreaterThan(0);
     expect(proc.stdoutLines).toEqual([`nats=${testInfra().natsUrl}`, 'ready']);
-    expect(await proc.waitForLine(/^extra=/, 5_000)).toBe('extra=x args=a,b');
+    expect(await proc.waitForLine(/^extra=/, 5_000)).toBe(`extra=x args=a,b node=${process.version}`);
     expect(await proc.kill('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(proc.stdoutLines).toContain('stopping');
   });
