@@ -1,5 +1,5 @@
 import { ValidationError } from '@keel/core';
-import { MAX_JSON_DEPTH, checkJsonTree, isWellFormedText } from '../http/json-body.js';
+import { MAX_JSON_DEPTH, checkJsonTree } from '../http/json-body.js';
 
 /** Refuses a request, naming the failing field (API.md: 400 `invalid_request`, field in `detail`). */
 export const fail = (field: string, message: string): never => {
@@ -28,7 +28,7 @@ export const optionalString = (value: unknown, field: string, maxLength = 100_00
   if (value === undefined) return undefined;
   if (typeof value !== 'string') return fail(field, `${field} must be a string`);
   if (value.length > maxLength) return fail(field, `${field} must be at most ${maxLength} characters`);
-  if (!isWellFormedText(value)) return fail(field, `${field} is not valid Unicode text (a lone surrogate)`);
+  if (!value.isWellFormed()) return fail(field, `${field} is not valid Unicode text (a lone surrogate)`);
   return value;
 };
 

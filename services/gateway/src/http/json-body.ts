@@ -10,11 +10,6 @@ export const MAX_JSON_DEPTH = 32;
 /** Most object keys plus array items in one body: a 1 MiB body cannot hide more work than this. */
 export const MAX_JSON_NODES = 100_000;
 
-const LONE_SURROGATE = /\p{Surrogate}/u;
-
-/** Whether a string is well-formed UTF-16: no lone surrogate (a pair is one code point in `u` mode). */
-export const isWellFormedText = (text: string): boolean => !LONE_SURROGATE.test(text);
-
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** The body's text; bytes that are not UTF-8 are refused (never decoded to U+FFFD and stored). */
@@ -46,7 +41,7 @@ export const checkJsonTree = (value: unknown, prefix = '', maxDepth = MAX_JSON_D
   while (stack.length > 0) {
     const [item, path, depth] = stack.pop()!;
     if (typeof item === 'string') {
-      if (!isWellFormedText(item)) {
+      if (!item.isWellFormed()) {
         throw new ValidationError(`${name(path)} is not valid Unicode text (a lone surrogate)`, {
           field: name(path),
         });
@@ -70,7 +65,7 @@ export const checkJsonTree = (value: unknown, prefix = '', maxDepth = MAX_JSON_D
     if (nodes > MAX_JSON_NODES) throw tooMany(name(path));
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
-      if (!isWellFormedText(key)) {
+      if (!key.isWellFormed()) {
         throw new ValidationError(`${name(path)} has a key that is not valid Unicode text`, {
           field: name(path),
         });
