@@ -182,6 +182,15 @@ describe('metrics of separate processes, scraped before and after one tool turn'
         ).toBeGreaterThanOrEqual(
           delta('agent', 'keel_events_appended_total') + delta('tools', 'keel_events_appended_total'),
         );
+        // The relay publishes after the commit: its counter catches up a moment later.
+        expect(
+          (['gateway', 'agent', 'tools', 'audit', 'pricing'] as const).reduce(
+            (sum, service) => sum + delta(service, 'keel_outbox_published_events_total'),
+            0,
+          ),
+        ).toBeGreaterThanOrEqual(
+          delta('agent', 'keel_events_appended_total') + delta('tools', 'keel_events_appended_total'),
+        );
       },
       { timeoutMs: 30_000 },
     );

@@ -10,7 +10,15 @@ export interface CommandHandlerOptions {
   snapshot?: { name: string; every: number };
   /** How many times a lost optimistic-concurrency race is retried (reload, decide, append). Default 3. */
   maxRetries?: number;
+  /**
+   * The pause before retry `attempt` (1, 2, …) of a lost race, in milliseconds. Default: a random
+   * wait up to 2^attempt ms (at most 64), so writers that keep colliding spread out instead of
+   * racing again at once.
+   */
+  retryDelayMs?: (attempt: number) => number;
 }
+
+const jitteredDelayMs = (attempt: number): number => Math.random() * Math.min(64, 2 ** attempt);
 
 /** What a stream's state is, rebuilt from snapshot + newer events. */
 export interface LoadedState<State> {
@@ -43,6 +51,7 @@ export interface HandleOptions {
  */
 export class CommandHandler<State, Command, Event extends EventData> {
   private readonly maxRetries: number;
+  private readonly retryDelayMs: (attempt: number) => number;
 
   constructor(
     private readonly store: EventStore,
@@ -50,6 +59,7 @@ export class CommandHandler<State, Command, Event extends EventData> {
     private readonly options: CommandHandlerOptions = {},
   ) {
     this.maxRetries = options.maxRetries ?? 3;
+    this.retryDelayMs = options.retryDelayMs ?? jitteredDelayMs;
   }
 
   /** Rebuilds a stream's state from the log, starting at the latest snapshot when there is one. */
@@ -88,6 +98,8 @@ export class CommandHandler<State, Command, Event extends EventData> {
       } catch (error) {
         if (!(error instanceof ConcurrencyError) || attempt >= this.maxRetries) throw error;
       }
+      const delay = this.retryDelayMs(attempt + 1);
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
 

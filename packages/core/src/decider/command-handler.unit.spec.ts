@@ -99,11 +99,16 @@ describe('command handler', () => {
         return store.append(...args);
       },
     });
-    const result = await new CommandHandler(racing, account, { maxRetries: 3 }).handle('acme', 'account-1', {
-      type: 'Deposit',
-      cents: 100,
-    });
+    const waits: number[] = [];
+    const retryDelayMs = (attempt: number) => (waits.push(attempt), 0);
+    const result = await new CommandHandler(racing, account, { maxRetries: 3, retryDelayMs }).handle(
+      'acme',
+      'account-1',
+      { type: 'Deposit', cents: 100 },
+    );
     expect(result.state.balance).toBe(102);
+    // A pause before each retry, none before the first try.
+    expect(waits).toEqual([1, 2]);
 
     interference = 10;
     await expect(

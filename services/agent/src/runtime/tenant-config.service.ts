@@ -18,6 +18,9 @@ export class TenantConfigService {
     // Remembers the tenants' configurations: a load reads only the newer events.
     this.handler = new CachingCommandHandler(store, createTenantConfigDecider(egress), {
       snapshot: { name: 'tenant-config-v1', every: 20 },
+      // A configuration write is last-writer-wins: concurrent PUTs of one tenant all land, in
+      // some order, rather than one of them answering 409 for a race the caller cannot see.
+      maxRetries: 10,
     });
   }
 
