@@ -11,6 +11,7 @@ import { eventually, fakeReply } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
+import type { DeepPartial, SendMessageRequest } from '@keel/proto/keel/conversations/v1/conversations';
 import { conversationsClient, sendStatus } from './support/grpc-client.js';
 import type { Answer } from './support/http.js';
 import { answerOf } from './support/http.js';
@@ -27,7 +28,7 @@ const BUDGET_USD = N * TURN_USD;
 const USAGE = { promptTokens: 100_000, completionTokens: 25_000 };
 
 /** The status a streaming SendMessage on the gateway's public gRPC API ends with. */
-const grpcSendStatus = (address: string, key: string, request: object) => {
+const grpcSendStatus = (address: string, key: string, request: DeepPartial<SendMessageRequest>) => {
   const client = conversationsClient(address);
   return sendStatus(client, key, request).finally(() => client.close());
 };

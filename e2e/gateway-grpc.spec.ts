@@ -10,6 +10,12 @@ import { eventually, fakeReply } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { APPROVED_TOOL_TURN, startGatewayPlatform } from './support/gateway-platform.js';
+import type {
+  DeepPartial,
+  SendMessageRequest,
+  TurnEvent,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import { ConversationStatus, Decision } from '@keel/proto/keel/conversations/v1/conversations';
 import { codeOf, conversationsClient, pricingClient, sendStatus } from './support/grpc-client.js';
 import { jsonOf, openTurnStream } from './support/http.js';
 
@@ -21,18 +27,22 @@ interface Frame {
 }
 
 /** A TurnEvent as the SSE frame it stands for: payload fields back to API.md's JSON. */
-const frameOfTurnEvent = (event: Record<string, unknown>): Frame => {
-  const payload = event[event.payload as string] as Record<string, unknown>;
+const frameOfTurnEvent = (event: TurnEvent): Frame => {
+  // The payload oneof is one optional field per member: the one that is set.
+  const { id, event: name, ...members } = event;
+  const payload = (Object.values(members).find((member) => member !== undefined) ?? {}) as Record<
+    string,
+    unknown
+  >;
   const data: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(payload)) {
-    // proto-loader names the set member of a proto3 `optional` in `_<field>`: not data.
-    if (key.startsWith('_')) continue;
+    if (value === undefined) continue; // an unset proto3 `optional`: not data
     if (key === 'argsJson') data.args = JSON.parse(value as string);
     else if (key === 'resultJson') data.result = JSON.parse(value as string);
-    else if (key === 'decision') data.decision = (value as string).replace('DECISION_', '').toLowerCase();
+    else if (key === 'decision') data.decision = Decision[value as Decision].toLowerCase();
     else data[key] = value;
   }
-  return { id: event.id as string, event: event.event as string, data };
+  return { id, event: name, data };
 };
 
 /** Data fields whose values differ from one turn to the next (fresh ids): numbered by first appearance. */
@@ -81,16 +91,12 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     );
 
   const createConversation = async (): Promise<string> => {
-    const created = await grpc.unary<{ conversation: { id: string; status: string } }>(
-      'createConversation',
-      keys.editor,
-      {
-        agentId: 'support',
-        title: 'refunds',
-      },
-    );
-    expect(created.conversation.status).toBe('CONVERSATION_STATUS_IDLE');
-    return created.conversation.id;
+    const created = await grpc.unary('createConversation', keys.editor, {
+      agentId: 'support',
+      title: 'refunds',
+    });
+    expect(created.conversation?.status).toBe(ConversationStatus.IDLE);
+    return created.conversation?.id ?? '';
   };
 
   beforeAll(async () => {
@@ -143,15 +149,15 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
       content: 'Please refund order o-1',
     });
     await new Promise<void>((resolve, reject) => {
-      call.on('data', (event: Record<string, unknown>) => {
+      call.on('data', (event: TurnEvent) => {
         const frame = frameOfTurnEvent(event);
         grpcFrames.push(frame);
         if (frame.event === 'approval.required') {
           grpc
             .unary('decideApproval', keys.editor, {
               conversationId: grpcConversation,
-              approvalId: frame.data.approvalId,
-              decision: 'DECISION_APPROVE',
+              approvalId: String(frame.data.approvalId),
+              decision: Decision.APPROVE,
             })
             .catch(reject);
         }
@@ -170,13 +176,11 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
 
   it('CreateConversation, GetConversation and ListConversations answer what HTTP answers', async () => {
     const id = await createConversation();
-    const got = await grpc.unary<{
-      conversation: { id: string; agentId: string; title: string; version: number };
-    }>('getConversation', keys.viewer, { conversationId: id });
+    const got = await grpc.unary('getConversation', keys.viewer, { conversationId: id });
     expect(got.conversation).toMatchObject({ id, agentId: 'support' });
     const overHttp = await jsonOf(await platform.request('GET', `/v1/conversations/${id}`, keys.viewer));
-    expect(got.conversation.version).toBe(overHttp.version);
-    const listed = await grpc.unary<{ data: Array<{ id: string }> }>('listConversations', keys.viewer, {
+    expect(got.conversation?.version).toBe(overHttp.version);
+    const listed = await grpc.unary('listConversations', keys.viewer, {
       limit: 2,
     });
     expect(listed.data[0]?.id).toBe(id);
@@ -184,12 +188,12 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
 
   it('idempotency_key: a retried CreateConversation or SendMessage does the work once', async () => {
     const create = () =>
-      grpc.unary<{ conversation: { id: string } }>('createConversation', keys.editor, {
+      grpc.unary('createConversation', keys.editor, {
         agentId: 'support',
         idempotencyKey: 'create-once-1',
       });
     const first = await create();
-    expect((await create()).conversation.id).toBe(first.conversation.id);
+    expect((await create()).conversation?.id).toBe(first.conversation?.id);
     expect(
       await codeOf(
         grpc.unary('createConversation', keys.editor, { agentId: 'other', idempotencyKey: 'create-once-1' }),
@@ -197,7 +201,7 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     ).toBe(status.ABORTED);
 
     fake.script(fakeReply.text('Once only.'));
-    const id = first.conversation.id;
+    const id = first.conversation?.id ?? '';
     const send = () =>
       new Promise<Frame[]>((resolve, reject) => {
         const frames: Frame[] = [];
@@ -206,7 +210,7 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
           content: 'Say it once',
           idempotencyKey: 'send-once-1',
         });
-        call.on('data', (event: Record<string, unknown>) => frames.push(frameOfTurnEvent(event)));
+        call.on('data', (event: TurnEvent) => frames.push(frameOfTurnEvent(event)));
         call.on('error', reject);
         call.on('end', () => resolve(frames));
       });
@@ -227,7 +231,7 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     const id = await createConversation();
     const call = grpc.stream(keys.editor, { conversationId: id, content: 'Count to ten slowly' });
     await new Promise<void>((resolve) => {
-      call.on('data', (event: Record<string, unknown>) => {
+      call.on('data', (event: TurnEvent) => {
         if (event.event === 'message.delta') resolve();
       });
     });
@@ -276,12 +280,13 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
         grpc.unary('decideApproval', keys.editor, {
           conversationId: id,
           approvalId: 'ap_unknown',
-          decision: 'DECISION_APPROVE',
+          decision: Decision.APPROVE,
         }),
       ),
     ).toBe(status.NOT_FOUND);
 
-    const streamStatus = (key: string, request: object) => sendStatus(grpc, key, request);
+    const streamStatus = (key: string, request: DeepPartial<SendMessageRequest>) =>
+      sendStatus(grpc, key, request);
     expect((await streamStatus(keys.viewer, { conversationId: id, content: 'hi' })).code).toBe(
       status.PERMISSION_DENIED,
     );

@@ -1,8 +1,23 @@
-// grpc-js clients of Keel's services for end-to-end tests, promise-based: a bearer key as metadata
-// per call (none when undefined), unary calls, their response headers, and SendMessage's stream.
-import type { ClientReadableStream, ServiceClientConstructor, ServiceError } from '@grpc/grpc-js';
-import { credentials, loadPackageDefinition, Metadata, status } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+// Typed grpc-js clients of Keel's public gRPC API for end-to-end tests, on the generated service
+// definitions: a bearer key as metadata per call (none when undefined), unary calls, their
+// response headers, and SendMessage's stream. Requests are filled by the generated fromPartial,
+// answers are the generated messages; a failed call rejects with the ServiceError.
+import type { ClientReadableStream, Metadata, ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
+import type {
+  DeepPartial as ConversationsPartial,
+  MessageFns as ConversationsMessage,
+  TurnEvent,
+} from '@keel/proto/keel/conversations/v1/conversations';
+import {
+  CancelTurnRequest,
+  ConversationServiceService,
+  CreateConversationRequest,
+  DecideApprovalRequest,
+  GetConversationRequest,
+  ListConversationsRequest,
+  SendMessageRequest,
+} from '@keel/proto/keel/conversations/v1/conversations';
 import type { DeepPartial, MessageFns } from '@keel/proto/keel/pricing/v1/pricing';
 import {
   ComputeCostRequest,
@@ -12,67 +27,85 @@ import {
   SetPriceRequest,
 } from '@keel/proto/keel/pricing/v1/pricing';
 import type { GrpcMethod } from '@keel/runtime';
-import { GrpcClient as TypedGrpcClient, PROTO_LOADER_OPTIONS, protoRoot } from '@keel/runtime';
+import { GrpcClient } from '@keel/runtime';
 
-type Callback = (error: ServiceError | null, response?: unknown) => void;
-type RawClient = Record<
-  string,
-  (
-    request: object,
-    metadata: Metadata,
-    callback: Callback,
-  ) => { on(event: 'metadata', listener: (m: Metadata) => void): void }
-> & {
-  sendMessage(request: object, metadata: Metadata): ClientReadableStream<Record<string, unknown>>;
-  close(): void;
+/** The metadata of a call: the bearer key (none when undefined) and any extra entries. */
+const metadataOf = (key: string | undefined, extra: Record<string, string> = {}) => ({
+  ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+  ...extra,
+});
+
+type ConversationService = typeof ConversationServiceService;
+type ConversationRpc = Exclude<keyof ConversationService, 'sendMessage'>;
+type ConversationRequestOf<R extends ConversationRpc> = Parameters<
+  ConversationService[R]['requestSerialize']
+>[0];
+type ConversationResponseOf<R extends ConversationRpc> = ReturnType<
+  ConversationService[R]['responseDeserialize']
+>;
+
+/** Each unary ConversationService RPC's request message, to fill the fields a test leaves out. */
+const CONVERSATION_REQUESTS: {
+  readonly [R in ConversationRpc]: ConversationsMessage<ConversationRequestOf<R>>;
+} = {
+  createConversation: CreateConversationRequest,
+  getConversation: GetConversationRequest,
+  listConversations: ListConversationsRequest,
+  decideApproval: DecideApprovalRequest,
+  cancelTurn: CancelTurnRequest,
 };
-
-/** A client of `service` (e.g. `conversations.v1.ConversationService`) at `address`, metadata per call. */
-export const grpcClient = (address: string, protoFile: string, service: string) => {
-  const definition = loadSync(protoFile, { ...PROTO_LOADER_OPTIONS, includeDirs: [protoRoot()] });
-  const [area, version, name] = service.split('.') as [string, string, string];
-  const root = loadPackageDefinition(definition) as unknown as {
-    keel: Record<string, Record<string, Record<string, ServiceClientConstructor>>>;
-  };
-  const raw = new root.keel[area]![version]![name]!(
-    address,
-    credentials.createInsecure(),
-  ) as unknown as RawClient;
-  const metadataOf = (key: string | undefined, extra: Record<string, string> = {}) => {
-    const metadata = new Metadata();
-    if (key !== undefined) metadata.set('authorization', `Bearer ${key}`);
-    for (const [name, value] of Object.entries(extra)) metadata.set(name, value);
-    return metadata;
-  };
-  const unary = <T = Record<string, unknown>>(
-    method: string,
-    key: string | undefined,
-    request: object,
-    extra: Record<string, string> = {},
-  ): Promise<T> =>
-    new Promise((resolve, reject) => {
-      raw[method]!(request, metadataOf(key, extra), (error, response) =>
-        error ? reject(error) : resolve(response as T),
-      );
-    });
-  /** The response headers (initial metadata) of a unary call. */
-  const headersOf = (method: string, key: string, request: object, extra: Record<string, string>) =>
-    new Promise<Metadata>((resolve, reject) => {
-      raw[method]!(request, metadataOf(key, extra), (error) => error && reject(error)).on(
-        'metadata',
-        resolve,
-      );
-    });
-  const stream = (key: string | undefined, request: object) => raw.sendMessage(request, metadataOf(key));
-  return { unary, headersOf, stream, close: () => raw.close() };
-};
-
-/** A gRPC client of one service. */
-export type GrpcClient = ReturnType<typeof grpcClient>;
 
 /** A ConversationService client on a gateway's gRPC port. */
-export const conversationsClient = (address: string) =>
-  grpcClient(address, 'keel/conversations/v1/conversations.proto', 'conversations.v1.ConversationService');
+export const conversationsClient = (address: string) => {
+  const client = new GrpcClient(address, { deadlineMs: 30_000 });
+  const call = <R extends ConversationRpc>(
+    rpc: R,
+    key: string | undefined,
+    request: ConversationsPartial<ConversationRequestOf<R>>,
+    extra: Record<string, string> = {},
+    onHeaders?: (headers: Metadata) => void,
+  ): Promise<ConversationResponseOf<R>> => {
+    const method = ConversationServiceService[rpc] as unknown as GrpcMethod<
+      ConversationRequestOf<R>,
+      ConversationResponseOf<R>,
+      false
+    >;
+    const message = CONVERSATION_REQUESTS[rpc] as ConversationsMessage<ConversationRequestOf<R>>;
+    return client.unary(method, message.fromPartial(request as never), {
+      metadata: metadataOf(key, extra),
+      ...(onHeaders ? { onHeaders } : {}),
+    });
+  };
+  const unary = <R extends ConversationRpc>(
+    rpc: R,
+    key: string | undefined,
+    request: ConversationsPartial<ConversationRequestOf<R>>,
+    extra: Record<string, string> = {},
+  ) => call(rpc, key, request, extra);
+  /** The response headers (initial metadata) of a unary call. */
+  const headersOf = <R extends ConversationRpc>(
+    rpc: R,
+    key: string,
+    request: ConversationsPartial<ConversationRequestOf<R>>,
+    extra: Record<string, string>,
+  ) =>
+    new Promise<Metadata>((resolve, reject) => {
+      call(rpc, key, request, extra, resolve).catch(reject);
+    });
+  /** SendMessage's stream of TurnEvents. */
+  const stream = (
+    key: string | undefined,
+    request: ConversationsPartial<SendMessageRequest>,
+  ): ClientReadableStream<TurnEvent> =>
+    client.serverStream(ConversationServiceService.sendMessage, SendMessageRequest.fromPartial(request), {
+      metadata: metadataOf(key),
+      deadlineMs: 180_000,
+    });
+  return { unary, headersOf, stream, close: () => client.close() };
+};
+
+/** A ConversationService client. */
+export type ConversationsClient = ReturnType<typeof conversationsClient>;
 
 type PricingService = typeof PricingServiceService;
 type PricingRpc = keyof PricingService;
@@ -93,7 +126,7 @@ const PRICING_REQUESTS: { readonly [R in PricingRpc]: MessageFns<PricingRequestO
  * rejects with the ServiceError.
  */
 export const pricingClient = (address: string) => {
-  const client = new TypedGrpcClient(address, { deadlineMs: 30_000 });
+  const client = new GrpcClient(address, { deadlineMs: 30_000 });
   const unary = <R extends PricingRpc>(
     rpc: R,
     key: string | undefined,
@@ -106,7 +139,7 @@ export const pricingClient = (address: string) => {
     >;
     const message = PRICING_REQUESTS[rpc] as MessageFns<PricingRequestOf<R>>;
     return client.unary(method, message.fromPartial(request as never), {
-      metadata: key === undefined ? {} : { authorization: `Bearer ${key}` },
+      metadata: metadataOf(key),
     });
   };
   return { unary, close: () => client.close() };
@@ -127,7 +160,11 @@ export const codeOf = async (call: Promise<unknown>): Promise<number | undefined
   (await failureOf(call))?.code;
 
 /** The status a SendMessage stream ends with (OK when it ends normally), its frames read and dropped. */
-export const sendStatus = (client: GrpcClient, key: string, request: object) =>
+export const sendStatus = (
+  client: ConversationsClient,
+  key: string,
+  request: ConversationsPartial<SendMessageRequest>,
+) =>
   new Promise<{ code: number; details: string }>((resolve) => {
     const call = client.stream(key, request);
     call.on('data', () => undefined);

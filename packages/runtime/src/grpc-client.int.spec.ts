@@ -32,6 +32,9 @@ describe('GrpcClient', () => {
       ) => {
         seen.request = call.request;
         seen.requestId = String(call.metadata.get('x-request-id')[0] ?? '');
+        const headers = new grpc.Metadata();
+        headers.set('x-served-by', 'stub');
+        call.sendMetadata(headers);
         if (call.request.model === 'slow')
           return void setTimeout(() => callback(null, { reason: 'late' }), 500);
         if (call.request.model === 'refused')
@@ -62,9 +65,12 @@ describe('GrpcClient', () => {
   it('sends the typed request with its metadata and resolves the typed response', async () => {
     const client = new GrpcClient(address, { deadlineMs: 2_000 });
     try {
+      let headers: grpc.Metadata | undefined;
       const response = await client.unary(PricingServiceService.computeCost, request, {
         metadata: { 'x-request-id': 'req-1' },
+        onHeaders: (received) => (headers = received),
       });
+      expect(headers?.get('x-served-by')).toEqual(['stub']);
       expect(response).toEqual({ costUsd: 0.25, reason: '' });
       expect(seen.request).toMatchObject({
         model: 'openai:gpt-4o-mini',

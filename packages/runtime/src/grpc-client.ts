@@ -25,10 +25,11 @@ export interface GrpcClientOptions {
   errorOf?: (failure: ServiceError) => Error;
 }
 
-/** Per call: its own deadline, and metadata entries to send. */
+/** Per call: its own deadline, metadata entries to send, and a listener for the response headers. */
 export interface GrpcCallOptions {
   deadlineMs?: number;
   metadata?: Readonly<Record<string, string>>;
+  onHeaders?: (headers: Metadata) => void;
 }
 
 /**
@@ -53,7 +54,7 @@ export class GrpcClient {
   ): Promise<Response> {
     const errorOf = this.options.errorOf ?? ((failure: ServiceError) => failure);
     return new Promise<Response>((resolve, reject) => {
-      this.client.makeUnaryRequest(
+      const pending = this.client.makeUnaryRequest(
         method.path,
         method.requestSerialize,
         method.responseDeserialize,
@@ -65,6 +66,7 @@ export class GrpcClient {
           else resolve(response as Response);
         },
       );
+      if (call.onHeaders) pending.on('metadata', call.onHeaders);
     });
   }
 
