@@ -5,7 +5,11 @@ import { KEEL_LOGGER } from '@keel/runtime';
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
-import { rateLimitPolicyFromEnv, tenantRateLimitPolicyFromEnv } from './rate-limit-policy.js';
+import {
+  rateLimitBucketFromEnv,
+  rateLimitPolicyFromEnv,
+  tenantRateLimitPolicyFromEnv,
+} from './rate-limit-policy.js';
 
 /** Nest token of the gateway's RateLimiters (NATS KV when NATS_URL is set, else in memory). */
 export const RATE_LIMITER = Symbol.for('keel.gateway.rate-limiter');
@@ -30,11 +34,12 @@ export const createRateLimiter = async (config: KeelConfig, logger: KeelLogger):
     };
   }
   const { NatsRateLimiter } = await import('@keel/core/nats');
+  const bucket = rateLimitBucketFromEnv();
   const connect = (policy: RateLimitPolicy, scope: string) =>
     NatsRateLimiter.connect({
       servers: config.natsUrl!.split(',').map((server) => server.trim()),
       policy,
-      ...(process.env.KEEL_RATE_LIMIT_BUCKET ? { bucket: process.env.KEEL_RATE_LIMIT_BUCKET } : {}),
+      ...(bucket ? { bucket } : {}),
       connectionName: `keel-gateway-rate-limit-${scope}-${process.pid}`,
     });
   const perKey = await connect(policies.perKey, 'key');

@@ -26,6 +26,7 @@ describe('rate limits at the HTTP edge', () => {
     expect(rateLimitPolicyFromEnv({})).toEqual({ limit: 600, windowMs: 60_000 });
     expect(rateLimitPolicyFromEnv({ KEEL_RATE_LIMIT_RPM: ' 0 ' })).toEqual({ limit: 0, windowMs: 60_000 });
     expect(() => rateLimitPolicyFromEnv({ KEEL_RATE_LIMIT_RPM: '10/s' })).toThrow(/KEEL_RATE_LIMIT_RPM/);
+    expect(() => rateLimitPolicyFromEnv({ KEEL_RATE_LIMIT_RPM: '-1' })).toThrow(/KEEL_RATE_LIMIT_RPM/);
   });
 
   it('answers a key over its limit 429 rate_limited with Retry-After in whole seconds', async () => {
