@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { NotFoundError, streamName, ValidationError } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
-import { KEEL_INFRA, KEEL_LOGGER, KEEL_SERVICE_METRICS } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_LOGGER, KEEL_SERVICE_METRICS, readEnv } from '@keel/runtime';
 import type { BeforeApplicationShutdown } from '@nestjs/common';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { FeedSettings, FrameSource } from './feed-connection.js';
@@ -13,16 +13,14 @@ import { readFeed } from './feed-reader.js';
 /** Nest token of the feed's tunables. */
 export const FEED_SETTINGS = Symbol.for('keel.gateway.feed-settings');
 
-const positive = (value: string | undefined, fallback: number): number => {
-  const parsed = Number(value);
-  return value !== undefined && Number.isSafeInteger(parsed) && parsed > 0 ? parsed : fallback;
-};
-
-/** The feed's tunables from the environment: `KEEL_SSE_HEARTBEAT_MS` (15 s), `KEEL_SSE_POLL_MS` (250 ms). */
+/**
+ * The feed's tunables, read through the env schema (checked and defaulted there):
+ * `KEEL_SSE_HEARTBEAT_MS` (15 s), `KEEL_SSE_POLL_MS` (250 ms), `KEEL_SSE_MAX_BUFFERED_BYTES` (1 MiB).
+ */
 export const feedSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env): FeedSettings => ({
-  heartbeatMs: positive(env.KEEL_SSE_HEARTBEAT_MS, 15_000),
-  pollMs: positive(env.KEEL_SSE_POLL_MS, 250),
-  maxBufferedBytes: positive(env.KEEL_SSE_MAX_BUFFERED_BYTES, 1024 * 1024),
+  heartbeatMs: Number(readEnv('KEEL_SSE_HEARTBEAT_MS', env)),
+  pollMs: Number(readEnv('KEEL_SSE_POLL_MS', env)),
+  maxBufferedBytes: Number(readEnv('KEEL_SSE_MAX_BUFFERED_BYTES', env)),
 });
 
 /** Opens SSE streams (events feeds, turn streams) and closes those still open when the gateway shuts down. */
