@@ -6,3 +6,4 @@ export * from './decider/index.js';
 export * from './outbox/index.js';
 export * from './rate-limit/index.js';
 export * from './idempotency/index.js';
+export * from './time/index.js';

@@ -13,8 +13,7 @@ export interface Attempt {
   at: number;
 }
 
-/** Resolves after `ms`. */
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { sleep } from '../time/index.js';
 /** A name unique to this run, for tenants and consumers. */
 export const unique = (prefix: string): string => `${prefix}${globalThis.crypto.randomUUID().slice(0, 8)}`;
 

@@ -3,6 +3,7 @@ import type { AppendResult, EventStore } from '../event-store/index.js';
 import type { EventData, EventMetadata, RecordedEvent } from '../typing/index.js';
 import type { Decider } from './decider.js';
 import { foldRecorded } from './decider.js';
+import { sleep } from '../time/index.js';
 
 /** Settings of a command handler. */
 export interface CommandHandlerOptions {
@@ -99,7 +100,7 @@ export class CommandHandler<State, Command, Event extends EventData> {
         if (!(error instanceof ConcurrencyError) || attempt >= this.maxRetries) throw error;
       }
       const delay = this.retryDelayMs(attempt + 1);
-      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      if (delay > 0) await sleep(delay);
     }
   }
 

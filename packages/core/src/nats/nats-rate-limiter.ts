@@ -4,6 +4,7 @@ import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { UnavailableError } from '../errors/index.js';
+import { sleep } from '../time/index.js';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter.js';
 import { decisionOf, unlimited, windowOf } from '../rate-limit/rate-limiter.js';
 import { encodeSubjectToken } from './subjects.js';
@@ -36,8 +37,6 @@ const isLostRace = (error: unknown): boolean =>
   error instanceof JetStreamApiError &&
   (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
     error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
-
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Rate-limit counters every gateway instance shares: one JetStream KV entry per key and fixed
@@ -152,7 +151,7 @@ export class NatsRateLimiter implements RateLimiter {
           throw new UnavailableError('rate-limit counter too contended', { cause: error });
         }
         // Another instance wrote first: read again after a short random pause.
-        await pause(Math.random() * Math.min(attempt, 10));
+        await sleep(Math.random() * Math.min(attempt, 10));
       }
     }
   }

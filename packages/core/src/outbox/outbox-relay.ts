@@ -3,6 +3,7 @@ import type { EventBus } from '../bus/index.js';
 import type { EventStore } from '../event-store/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
+import { sleep } from '../time/index.js';
 import type { CheckpointStore, LeaseStore, RelayWakeups } from './ports.js';
 
 /** Minimal logger shape, so the core stays free of a logging library. */
@@ -181,7 +182,7 @@ export class OutboxRelay {
       } catch (error) {
         this.stats.lastError = messageOf(error);
         this.options.logger?.error({ err: error }, 'outbox round failed; retrying');
-        await sleep(500, signal);
+        await pause(500, signal);
       }
     }
   }
@@ -194,7 +195,7 @@ export class OutboxRelay {
   private async standBy(seen: number): Promise<void> {
     const { store, wakeups } = this.options;
     const wait = Math.max(0, this.leaseCheckedAt + this.leaseTtlMs / 4 - Date.now());
-    if (!wakeups) return sleep(wait, this.abort.signal);
+    if (!wakeups) return pause(wait, this.abort.signal);
     await store.sequence({ ownOnly: true, onPlaced: () => wakeups.notify() });
     await store.waitForAppend(wait, this.abort.signal, seen);
   }
@@ -233,14 +234,5 @@ export class OutboxRelay {
   }
 }
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done);
-  });
+/** A pause that a stop ends early (resolves, not rejects). */
+const pause = (ms: number, signal: AbortSignal): Promise<void> => sleep(ms, signal).catch(() => undefined);

@@ -1,5 +1,5 @@
 import type { EventMetadata, EventStore } from '@keel/core';
-import { CommandHandler, ConcurrencyError, UnavailableError, foldRecorded } from '@keel/core';
+import { CommandHandler, ConcurrencyError, UnavailableError, foldRecorded, sleep } from '@keel/core';
 import type { BudgetEvent } from '@keel/events';
 import { budgetStream } from './budget-month.js';
 import type { BudgetCommand, MonthBudget } from './budget.decider.js';
@@ -85,7 +85,7 @@ export class BudgetLog {
         if (attempt >= this.maxAttempts) {
           throw new UnavailableError('the budget is too busy to decide now, retry later', { cause: error });
         }
-        await pause(Math.random() * Math.min(50, 2 * attempt));
+        await sleep(Math.random() * Math.min(50, 2 * attempt));
       }
     }
   }
@@ -135,5 +135,3 @@ export class BudgetLog {
 }
 
 const key = (tenantId: string, month: string): string => `${tenantId}/${month}`;
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,3 +1,4 @@
+import { sleep } from '@keel/core';
 /** RPC names listed in a test-only variable (comma-separated), e.g. `SubmitMessage,CancelTurn`. */
 const listed = (value: string | undefined, rpc: string): boolean =>
   !!value && value.split(',').some((name) => name.trim() === rpc);
@@ -18,6 +19,5 @@ const HOLD_MS = 20_000;
  */
 export const faultAfterCommit = async (rpc: string, env: NodeJS.ProcessEnv = process.env): Promise<void> => {
   if (listed(env.KEEL_TEST_CRASH_AFTER_COMMIT, rpc)) process.kill(process.pid, 'SIGKILL');
-  if (listed(env.KEEL_TEST_HOLD_AFTER_COMMIT, rpc))
-    await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+  if (listed(env.KEEL_TEST_HOLD_AFTER_COMMIT, rpc)) await sleep(HOLD_MS);
 };

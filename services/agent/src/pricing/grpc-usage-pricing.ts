@@ -2,6 +2,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import type { ComputeCostRequest } from '@keel/proto/keel/pricing/v1/pricing';
 import { PricingServiceService } from '@keel/proto/keel/pricing/v1/pricing';
+import { sleep } from '@keel/core';
 import { DEFAULT_GRPC_PORTS, GrpcClient } from '@keel/runtime';
 import type { PricedUsage, UsagePricing, UsageToPrice } from './usage-pricing.js';
 import { uncachedInputTokens } from './usage-pricing.js';
@@ -98,5 +99,3 @@ export class GrpcUsagePricing implements UsagePricing {
     this.client.close();
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

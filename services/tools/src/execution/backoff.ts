@@ -19,20 +19,5 @@ export const backoffDelayMs = (
   return Math.floor(Math.min(1, Math.max(0, random())) * cap);
 };
 
-/** Resolves after `ms`, or rejects with the signal's reason as soon as `signal` aborts. */
-export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason as Error);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** The pause between attempts: @keel/core's one sleep (rejects as soon as its signal aborts). */
+export { sleep } from '@keel/core';
