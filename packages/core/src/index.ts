@@ -7,3 +7,4 @@ export * from './outbox/index.js';
 export * from './rate-limit/index.js';
 export * from './idempotency/index.js';
 export * from './time/index.js';
+export * from './logging/index.js';

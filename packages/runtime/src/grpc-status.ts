@@ -2,6 +2,7 @@ import { status as GrpcStatus, Metadata } from '@grpc/grpc-js';
 import type { KeelErrorCode, KeelErrorKind } from '@keel/core';
 import { KEEL_ERROR_KIND_KEY, KeelError, ValidationError, kindOf } from '@keel/core';
 import { RpcException } from '@nestjs/microservices';
+import type { LogPort } from '@keel/core';
 
 /** What a gRPC caller is told about a failed call: the status code and a message safe to send. */
 export interface GrpcErrorStatus {
@@ -9,11 +10,6 @@ export interface GrpcErrorStatus {
   message: string;
   /** What the code alone does not say (a conflict, a budget refusal), sent as the `keel-error` trailer. */
   kind?: KeelErrorKind;
-}
-
-/** Where the cause of an INTERNAL error goes (pino-compatible), since the caller never sees it. */
-export interface GrpcErrorLogger {
-  error(obj: object, msg?: string): void;
 }
 
 /** The only message an unexpected error is answered with: its cause may hold anything. */
@@ -73,7 +69,7 @@ const statusMessageOf = (error: KeelError): string => {
  */
 export function toRpcException(
   error: unknown,
-  logger?: GrpcErrorLogger,
+  logger?: Pick<LogPort, 'error'>,
   context: Record<string, unknown> = {},
 ): RpcException {
   if (error instanceof RpcException) return error;

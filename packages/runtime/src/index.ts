@@ -18,7 +18,7 @@ export type { GrpcCallOptions, GrpcClientOptions, GrpcMethod } from './grpc-clie
 export { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, loadGrpcServing, protoRoot } from './grpc-server.js';
 export type { GrpcServiceDefinition, GrpcServing } from './grpc-server.js';
 export { INTERNAL_ERROR_MESSAGE, grpcStatusOf, toRpcException } from './grpc-status.js';
-export type { GrpcErrorLogger, GrpcErrorStatus } from './grpc-status.js';
+export type { GrpcErrorStatus } from './grpc-status.js';
 export { createInfrastructure } from './infrastructure.js';
 export type { Infrastructure, InfrastructureKinds } from './infrastructure.js';
 export { REDACTED_PATHS, createLogger, withLogContext } from './logger.js';

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
-import type { BusLogger } from './bus-logger.js';
+import type { LogPort } from '../logging/index.js';
 import { messageOf } from '../errors/index.js';
 import type { ConsumerSettings } from './consumer-settings.js';
 import { backoffDelay } from './consumer-settings.js';
@@ -25,7 +25,7 @@ export interface DeliveryContext {
   handler: EventHandler;
   inbox: Inbox;
   deadLetters: DeadLetterStore;
-  logger: BusLogger;
+  logger: Pick<LogPort, 'warn' | 'error'>;
   /** Told about each delivery's outcome (metrics). */
   observe?: DeliveryObserver;
 }

@@ -1,8 +1,8 @@
 import { NotFoundError, PreconditionError, UnavailableError } from '../errors/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { assertTenantId, parseStreamName } from '../typing/index.js';
-import type { BusLogger } from './bus-logger.js';
-import { stderrBusLogger } from './bus-logger.js';
+import type { LogPort } from '../logging/index.js';
+import { stderrLog } from '../logging/index.js';
 import type { ConsumerSettings } from './consumer-settings.js';
 import { consumerSettings } from './consumer-settings.js';
 import type {
@@ -25,7 +25,7 @@ export interface InMemoryEventBusOptions {
   deadLetters?: DeadLetterStore;
   /** Publishing an event id seen within this window is a no-op, like JetStream's. Default 2 min. */
   duplicateWindowMs?: number;
-  logger?: BusLogger;
+  logger?: Pick<LogPort, 'warn' | 'error'>;
 }
 
 interface LogEntry {
@@ -65,7 +65,7 @@ export class InMemoryEventBus implements EventBus {
   readonly deadLetters: DeadLetterStore;
   readonly ephemeral = new InMemoryEphemeralChannel();
   readonly #inbox: Inbox;
-  readonly #logger: BusLogger;
+  readonly #logger: Pick<LogPort, 'warn' | 'error'>;
   readonly #duplicateWindowMs: number;
   readonly #log: LogEntry[] = [];
   readonly #seen = new Map<string, number>();
@@ -76,7 +76,7 @@ export class InMemoryEventBus implements EventBus {
   constructor(options: InMemoryEventBusOptions = {}) {
     this.#inbox = options.inbox ?? new InMemoryInbox();
     this.deadLetters = options.deadLetters ?? new InMemoryDeadLetters();
-    this.#logger = options.logger ?? stderrBusLogger;
+    this.#logger = options.logger ?? stderrLog;
     this.#duplicateWindowMs = options.duplicateWindowMs ?? 120_000;
   }
 

@@ -1,5 +1,5 @@
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
-import type { BusLogger } from '../bus/bus-logger.js';
+import type { LogPort } from '../logging/index.js';
 import type { Consumer } from '../bus/event-bus.js';
 import type { BusMessage, DeliveryContext } from '../bus/handle-delivery.js';
 import { handleDelivery } from '../bus/handle-delivery.js';
@@ -67,7 +67,11 @@ export class NatsConsumer implements Consumer {
   }
 }
 
-const toBusMessage = (msg: JsMsg, logger: BusLogger, consumer: string): BusMessage | undefined => {
+const toBusMessage = (
+  msg: JsMsg,
+  logger: Pick<LogPort, 'warn' | 'error'>,
+  consumer: string,
+): BusMessage | undefined => {
   let event: RecordedEvent;
   try {
     event = msg.json<RecordedEvent>();

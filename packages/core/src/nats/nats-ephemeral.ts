@@ -7,7 +7,7 @@ import type {
   EphemeralTopic,
 } from '../bus/ephemeral.js';
 import { checkEphemeralTopic } from '../bus/ephemeral.js';
-import type { BusLogger } from '../bus/bus-logger.js';
+import type { LogPort } from '../logging/index.js';
 import { decodeSubjectToken, encodeSubjectToken } from './subjects.js';
 
 /**
@@ -18,7 +18,7 @@ export class NatsEphemeralChannel implements EphemeralChannel {
   constructor(
     private readonly nc: NatsConnection,
     private readonly prefix: string,
-    private readonly logger: BusLogger,
+    private readonly logger: Pick<LogPort, 'warn' | 'error'>,
   ) {}
 
   publish(topic: EphemeralTopic, data: unknown): void {

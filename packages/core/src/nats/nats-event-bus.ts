@@ -3,8 +3,8 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/nats-core';
 import { headers } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
-import type { BusLogger } from '../bus/bus-logger.js';
-import { stderrBusLogger } from '../bus/bus-logger.js';
+import type { LogPort } from '../logging/index.js';
+import { stderrLog } from '../logging/index.js';
 import { consumerSettings } from '../bus/consumer-settings.js';
 import type {
   Consumer,
@@ -45,7 +45,7 @@ export interface NatsEventBusOptions {
   duplicateWindowMs?: number;
   /** Shown in the server's connection list. */
   connectionName?: string;
-  logger?: BusLogger;
+  logger?: Pick<LogPort, 'warn' | 'error'>;
 }
 
 const STREAM_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -67,7 +67,7 @@ export class NatsEventBus implements EventBus {
     private readonly subjectPrefix: string,
     private readonly inbox: Inbox,
     readonly deadLetters: DeadLetterStore,
-    private readonly logger: BusLogger,
+    private readonly logger: Pick<LogPort, 'warn' | 'error'>,
   ) {
     this.ephemeral = new NatsEphemeralChannel(nc, `${subjectPrefix}_live`, logger);
   }
@@ -111,7 +111,7 @@ export class NatsEventBus implements EventBus {
         subjectPrefix,
         duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
       });
-      const logger = options.logger ?? stderrBusLogger;
+      const logger = options.logger ?? stderrLog;
       return new NatsEventBus(
         nc,
         jetstream(nc),

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { BusLogger } from '../bus/bus-logger.js';
+import type { LogPort } from '../logging/index.js';
 import type { RelayWakeups } from '../outbox/ports.js';
 
 /**
@@ -10,7 +10,7 @@ export class NatsRelayWakeups implements RelayWakeups {
   constructor(
     private readonly nc: NatsConnection,
     private readonly subject: string,
-    private readonly logger: BusLogger,
+    private readonly logger: Pick<LogPort, 'warn' | 'error'>,
   ) {}
 
   notify(): void {

@@ -5,12 +5,7 @@ import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import { sleep } from '../time/index.js';
 import type { CheckpointStore, LeaseStore, RelayWakeups } from './ports.js';
-
-/** Minimal logger shape, so the core stays free of a logging library. */
-export interface RelayLogger {
-  info(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+import type { LogPort } from '../logging/index.js';
 
 /** Settings of the outbox relay. */
 export interface OutboxRelayOptions {
@@ -37,7 +32,7 @@ export interface OutboxRelayOptions {
    * publishes them right away (without them the holder finds them at its next idle poll).
    */
   wakeups?: RelayWakeups;
-  logger?: RelayLogger;
+  logger?: Pick<LogPort, 'info' | 'error'>;
 }
 
 /** What the relay has done, for metrics and readiness. */

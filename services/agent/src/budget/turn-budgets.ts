@@ -5,11 +5,7 @@ import type { BudgetDirectory } from './budget-directory.js';
 import { BudgetLog } from './budget-log.js';
 import { budgetMonthOf } from './budget-month.js';
 import type { BudgetCommand, MonthBudget } from './budget.decider.js';
-
-/** Minimal logger shape (pino-compatible). */
-export interface BudgetLogger {
-  warn(obj: object, msg?: string): void;
-}
+import type { LogPort } from '@keel/core';
 
 /** Settings of the turn budgets. */
 export interface TurnBudgetsOptions {
@@ -19,7 +15,7 @@ export interface TurnBudgetsOptions {
   maxAttempts?: number;
   /** A reservation older than this whose turn is in no conversation is reclaimed (default 60 s). */
   orphanAfterMs?: number;
-  logger?: BudgetLogger;
+  logger?: Pick<LogPort, 'warn'>;
   now?: () => number;
 }
 

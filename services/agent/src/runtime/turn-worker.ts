@@ -34,18 +34,12 @@ import type { TurnMetrics } from './turn-metrics.js';
 import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import { resolveTools } from './tool-catalog.js';
+import type { LogPort } from '@keel/core';
 
 /** Deepest tool-call arguments a model may send (deeper ones are refused to the model). */
 const MAX_ARGS_DEPTH = 32;
 /** Events after which a turn may need its next model step. */
 const TRIGGERS = new Set(['TurnStarted', 'ToolCallCompleted']);
-
-/** Minimal logger shape (pino-compatible). */
-export interface WorkerLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 /** What the worker runs on. */
 export interface TurnWorkerDeps {
@@ -59,7 +53,7 @@ export interface TurnWorkerDeps {
   secrets?: SecretBox;
   /** Prices each model call (the pricing service); without it every call is recorded unpriced. */
   pricing?: UsagePricing;
-  logger: WorkerLogger;
+  logger: LogPort;
   /** Turns, model calls, first tokens, tokens and cost (the service's metrics); default none. */
   metrics?: TurnMetrics;
   /** Model steps run at once by this instance (other conversations wait). Default 32. */

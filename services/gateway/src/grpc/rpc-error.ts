@@ -1,5 +1,5 @@
 import { Metadata } from '@grpc/grpc-js';
-import type { GrpcErrorLogger } from '@keel/runtime';
+import type { LogPort } from '@keel/core';
 import { toRpcException } from '@keel/runtime';
 import type { RpcException } from '@nestjs/microservices';
 import { RateLimitedError, retryAfterSeconds } from '../rate-limit/rate-limit.service.js';
@@ -15,7 +15,7 @@ export type GatewayRpcError = RpcException & { code: number; details: string; me
  */
 export const rpcErrorOf = (
   error: unknown,
-  logger: GrpcErrorLogger,
+  logger: Pick<LogPort, 'error'>,
   context: Record<string, unknown>,
 ): GatewayRpcError => {
   const exception = toRpcException(error, logger, context);

@@ -77,7 +77,7 @@ beforeEach(async () => {
   store = new InMemoryEventStore();
   busWarnings = [];
   bus = new InMemoryEventBus({
-    logger: { warn: (_f, m) => busWarnings.push(m), error: (_f, m) => busWarnings.push(m) },
+    logger: { warn: (_f, m) => busWarnings.push(m ?? ''), error: (_f, m) => busWarnings.push(m ?? '') },
   });
   relay = new OutboxRelay({
     store,

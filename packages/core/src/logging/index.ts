@@ -1,0 +1,1 @@
+export * from './log-port.js';
