@@ -21,7 +21,7 @@ import { MongoConversationIndex } from './conversation-index/mongo-conversation-
 import { BudgetDirectory } from './budget/budget-directory.js';
 import { BudgetSettlement } from './budget/budget-settlement.js';
 import { DEFAULT_TURN_RESERVE_USD, TurnBudgets } from './budget/turn-budgets.js';
-import { AgentController } from './grpc/agent.controller.js';
+import { AgentController } from './grpc/agent.grpc.js';
 import { AjvToolCatalog, TOOL_CATALOG } from './grpc/tool-catalog.provider.js';
 import { createModelStep } from './model/langchain-model-step.js';
 import type { ModelStep } from './model/model-step.js';

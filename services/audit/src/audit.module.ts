@@ -10,8 +10,8 @@ import {
 } from '@keel/proto/keel/usage/v1/usage';
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
-import { AuditController } from './grpc/audit.controller.js';
-import { UsageController } from './grpc/usage.controller.js';
+import { AuditController } from './grpc/audit.grpc.js';
+import { UsageController } from './grpc/usage.grpc.js';
 import { AuditConsumer } from './projection/audit-consumer.js';
 import { AuditProjector } from './projection/audit-projector.js';
 import type { AuditStorage } from './storage/audit-storage.js';

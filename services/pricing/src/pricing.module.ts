@@ -7,7 +7,7 @@ import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import { loadCatalogueFile } from './catalogue/catalogue-file.js';
-import { PricingController } from './grpc/pricing.controller.js';
+import { PricingController } from './grpc/pricing.grpc.js';
 import { PriceOverrideLog } from './overrides/price-override-log.js';
 import { PricingService } from './pricing/pricing.service.js';
 
