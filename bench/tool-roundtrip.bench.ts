@@ -30,10 +30,10 @@ import type { KeelLogger } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
 import { AjvToolCatalog } from '../services/agent/src/grpc/tool-catalog.provider.js';
 import type { ModelStep } from '../services/agent/src/model/model-step.js';
-import type { CallContext } from '../services/agent/src/runtime/context.js';
-import { ConversationService } from '../services/agent/src/runtime/conversation.service.js';
-import { TenantConfigService } from '../services/agent/src/runtime/tenant-config.service.js';
-import { TurnWorker } from '../services/agent/src/runtime/turn-worker.js';
+import type { CallContext } from '../services/agent/src/call-context.js';
+import { ConversationService } from '../services/agent/src/conversation/conversation.service.js';
+import { TenantConfigService } from '../services/agent/src/tenant-config/tenant-config.service.js';
+import { TurnWorker } from '../services/agent/src/turn/turn-worker.js';
 import {
   InMemoryToolCallLedger,
   MongoToolCallLedger,

@@ -33,7 +33,7 @@ const refusals = async (path: string, code: string): Promise<string[]> => {
 describe('the architecture boundaries, as lint rules', () => {
   it('keeps mongodb in the MongoDB adapters', async () => {
     const code = "import { MongoClient } from 'mongodb';\nexport const c = MongoClient;\n";
-    expect(await refusals('services/agent/src/runtime/turn-worker.ts', code)).toEqual([
+    expect(await refusals('services/agent/src/turn/turn-worker.ts', code)).toEqual([
       expect.stringMatching(/no-restricted-imports: .*only the MongoDB adapters/),
     ]);
     expect(await refusals('services/tools/src/execution/mongo-ledger.ts', code)).toEqual([]);

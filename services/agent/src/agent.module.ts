@@ -27,9 +27,9 @@ import { createModelStep } from './model/langchain-model-step.js';
 import type { ModelStep } from './model/model-step.js';
 import { GrpcUsagePricing } from './pricing/grpc-usage-pricing.js';
 import type { UsagePricing } from './pricing/usage-pricing.js';
-import { ConversationService } from './runtime/conversation.service.js';
-import { TenantConfigService } from './runtime/tenant-config.service.js';
-import { TurnWorker } from './runtime/turn-worker.js';
+import { ConversationService } from './conversation/conversation.service.js';
+import { TenantConfigService } from './tenant-config/tenant-config.service.js';
+import { TurnWorker } from './turn/turn-worker.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');

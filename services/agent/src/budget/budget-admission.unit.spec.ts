@@ -6,9 +6,9 @@ import {
   ValidationError,
 } from '@keel/core';
 import { describe, expect, it } from 'vitest';
-import type { CallContext } from '../runtime/context.js';
-import { ConversationService } from '../runtime/conversation.service.js';
-import { TenantConfigService } from '../runtime/tenant-config.service.js';
+import type { CallContext } from '../call-context.js';
+import { ConversationService } from '../conversation/conversation.service.js';
+import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import { BudgetDirectory } from './budget-directory.js';
 import { TurnBudgets } from './turn-budgets.js';
 

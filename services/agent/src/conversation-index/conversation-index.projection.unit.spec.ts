@@ -12,9 +12,9 @@ import {
 } from '@keel/core';
 import { eventuallyTrue } from '@keel/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CallContext } from '../runtime/context.js';
-import { ConversationService } from '../runtime/conversation.service.js';
-import { TenantConfigService } from '../runtime/tenant-config.service.js';
+import type { CallContext } from '../call-context.js';
+import { ConversationService } from '../conversation/conversation.service.js';
+import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import type { ConversationIndex } from './conversation-index.js';
 import { ConversationIndexProjection } from './conversation-index.projection.js';
 import { InMemoryConversationIndex } from './in-memory-conversation-index.js';

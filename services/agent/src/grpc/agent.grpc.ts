@@ -38,9 +38,9 @@ import type { KeelLogger } from '@keel/runtime';
 import { KEEL_LOGGER, SecretBox, toRpcException } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
 import { MAX_PAGE_SIZE } from '../conversation-index/conversation-index.js';
-import type { CallContext } from '../runtime/context.js';
-import { ConversationService } from '../runtime/conversation.service.js';
-import { TenantConfigService } from '../runtime/tenant-config.service.js';
+import type { CallContext } from '../call-context.js';
+import { ConversationService } from '../conversation/conversation.service.js';
+import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import {
   agentDefinitionOf,
   agentMessage,

@@ -16,8 +16,8 @@ import {
   ifBusyFromJSON,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.commands.js';
-import type { ConversationView, ListedConversation } from '../runtime/conversation.service.js';
-import type { BuiltinToolInfo } from '../runtime/tool-catalog.js';
+import type { ConversationView, ListedConversation } from '../conversation/conversation.service.js';
+import type { BuiltinToolInfo } from '../turn/tool-catalog.js';
 
 /** Deepest JSON a tool schema or an agent's phases may nest (the gateway checks the same). */
 export const MAX_JSON_DEPTH = 32;

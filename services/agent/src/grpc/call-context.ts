@@ -1,7 +1,7 @@
 import { PermissionDeniedError, ValidationError, uuidv7 } from '@keel/core';
 import type { ActorRole } from '@keel/events';
 import type { CallContext as ProtoCallContext } from '@keel/proto/keel/agent/v1/agent';
-import type { CallContext } from '../runtime/context.js';
+import type { CallContext } from '../call-context.js';
 
 /** Who may call an RPC: the tenant roles allowed, and the words a refusal uses. */
 export interface Access {

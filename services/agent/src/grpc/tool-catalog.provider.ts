@@ -1,6 +1,6 @@
 import { ArgsValidator, BUILTIN_TOOLS } from '@keel/tooling';
 import { messageOf } from '@keel/core';
-import type { BuiltinToolInfo, ToolCatalog } from '../runtime/tool-catalog.js';
+import type { BuiltinToolInfo, ToolCatalog } from '../turn/tool-catalog.js';
 
 /** Nest injection token of the agent's ToolCatalog. */
 export const TOOL_CATALOG = Symbol.for('keel.agent.tool-catalog');

@@ -1,7 +1,7 @@
 import { ValidationError } from '@keel/core';
 import type { AgentDefinition, TenantConfigEvent, ToolDefinition } from '@keel/events';
 import { describe, expect, it } from 'vitest';
-import { resolveTools } from '../runtime/tool-catalog.js';
+import { resolveTools } from '../turn/tool-catalog.js';
 import type { TenantConfig } from './tenant-config.decider.js';
 import {
   MAX_AGENT_TOOLS,

@@ -27,9 +27,9 @@ import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/m
 import type { PricedUsage, UsagePricing } from '../pricing/usage-pricing.js';
 import { promptMessages } from '../prompt/prompt.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
-import type { CallContext } from './context.js';
-import type { ConversationService } from './conversation.service.js';
-import type { TenantConfigService } from './tenant-config.service.js';
+import type { CallContext } from '../call-context.js';
+import type { ConversationService } from '../conversation/conversation.service.js';
+import type { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import type { TurnMetrics } from './turn-metrics.js';
 import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
 import type { ToolCatalog } from './tool-catalog.js';

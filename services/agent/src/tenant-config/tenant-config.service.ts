@@ -3,11 +3,11 @@ import { streamName } from '@keel/core';
 import type { TenantConfigEvent } from '@keel/events';
 import { TENANT_CONFIG_CATEGORY } from '@keel/events';
 import { EgressPolicy } from '@keel/runtime/egress';
-import type { TenantConfig, TenantConfigCommand } from '../tenant-config/tenant-config.decider.js';
-import { createTenantConfigDecider } from '../tenant-config/tenant-config.decider.js';
-import { CachingCommandHandler } from './caching-command-handler.js';
-import type { CallContext } from './context.js';
-import { eventMetadata } from './context.js';
+import type { TenantConfig, TenantConfigCommand } from './tenant-config.decider.js';
+import { createTenantConfigDecider } from './tenant-config.decider.js';
+import { CachingCommandHandler } from '../store/caching-command-handler.js';
+import type { CallContext } from '../call-context.js';
+import { eventMetadata } from '../call-context.js';
 
 /** A tenant's configuration: agents, tools, providers, webhook secret (secrets stay sealed). */
 export class TenantConfigService {

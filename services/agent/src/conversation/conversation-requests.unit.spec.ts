@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { acceptedRequestOf } from '../grpc/accepted-request.js';
 import { BudgetDirectory } from '../budget/budget-directory.js';
 import { TurnBudgets } from '../budget/turn-budgets.js';
-import type { CallContext } from './context.js';
+import type { CallContext } from '../call-context.js';
 import { ConversationService } from './conversation.service.js';
-import { TenantConfigService } from './tenant-config.service.js';
+import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 
 const ctx: CallContext = {
   tenantId: 'acme',

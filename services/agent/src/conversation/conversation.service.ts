@@ -4,14 +4,14 @@ import type { AcceptedRequest, AgentDefinition, ConversationEvent, EventError } 
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
 import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
-import type { ConversationCommand, IfBusy } from '../conversation/conversation.commands.js';
-import { ConversationConflictError, conversationDecider } from '../conversation/conversation.decider.js';
-import type { Conversation } from '../conversation/conversation.state.js';
-import { acceptedRequest } from '../conversation/conversation.state.js';
-import { CachingCommandHandler } from './caching-command-handler.js';
-import type { CallContext } from './context.js';
-import { eventMetadata } from './context.js';
-import type { TenantConfigService } from './tenant-config.service.js';
+import type { ConversationCommand, IfBusy } from './conversation.commands.js';
+import { ConversationConflictError, conversationDecider } from './conversation.decider.js';
+import type { Conversation } from './conversation.state.js';
+import { acceptedRequest } from './conversation.state.js';
+import { CachingCommandHandler } from '../store/caching-command-handler.js';
+import type { CallContext } from '../call-context.js';
+import { eventMetadata } from '../call-context.js';
+import type { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 
 /** The conversation as the API shows it (API.md `GET /v1/conversations/{id}`). */
 export interface ConversationView {

@@ -12,9 +12,9 @@ import type { ToolDefinition } from '@keel/events';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelStepInput, ModelStepOutput } from '../model/model-step.js';
 import type { UsagePricing, UsageToPrice } from '../pricing/usage-pricing.js';
-import type { CallContext } from './context.js';
-import { ConversationService } from './conversation.service.js';
-import { TenantConfigService } from './tenant-config.service.js';
+import type { CallContext } from '../call-context.js';
+import { ConversationService } from '../conversation/conversation.service.js';
+import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import { TurnWorker } from './turn-worker.js';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
