@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Collection } from 'mongodb';
-import type { EventBus, EventStore, RecordedEvent } from '@keel/core';
+import type { EventBus, EventStore, EventStoreAdapter, RecordedEvent } from '@keel/core';
 import {
   InMemoryCheckpointStore,
   InMemoryDeadLetters,
@@ -164,7 +164,7 @@ async function breakdown(setup: Setup, bus: EventBus, count: number, mongoUrl: s
     },
   };
   const relay = new OutboxRelay({
-    store: times.wrap<EventStore>('store', store, (method) => {
+    store: times.wrap<EventStoreAdapter>('store', store, (method) => {
       if (method !== 'waitForAppend') return;
       waits++;
       if (committed.size > 0) missed++;

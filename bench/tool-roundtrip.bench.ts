@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from 'mongodb';
-import type { EventData, EventStore } from '@keel/core';
+import type { EventData, EventStoreAdapter } from '@keel/core';
 import {
   InMemoryCheckpointStore,
   InMemoryDeadLetters,
@@ -220,7 +220,7 @@ interface Stack {
 }
 
 interface StackOptions {
-  store: EventStore;
+  store: EventStoreAdapter;
   /** The store's database (MongoDB collaborators); in-memory ones without it, as in dev mode. */
   db?: Db;
   natsUrl: string;

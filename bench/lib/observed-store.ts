@@ -2,7 +2,7 @@ import type {
   AppendOptions,
   AppendResult,
   EventData,
-  EventStore,
+  EventStoreAdapter,
   ReadAllOptions,
   ReadAllPage,
   ReadStreamOptions,
@@ -28,9 +28,9 @@ export interface ObservedAppend {
  * when Keel's own code paths commit what (a commit of a given event, a step's appends) without
  * touching them. Costs a closure and two clock reads per append.
  */
-export class ObservedStore implements EventStore {
+export class ObservedStore implements EventStoreAdapter {
   constructor(
-    readonly inner: EventStore,
+    readonly inner: EventStoreAdapter,
     private readonly onAppend: (append: ObservedAppend) => void,
     private readonly onAppendStart?: (streamName: string, events: EventData[]) => void,
   ) {}

@@ -3,6 +3,7 @@ import type {
   DeadLetterStore,
   EventBus,
   EventStore,
+  EventStoreAdapter,
   Inbox,
   LeaseStore,
   RelayWakeups,
@@ -32,7 +33,7 @@ export interface InfrastructureKinds {
 
 /** The connections a service works with; one per process (shared by all five in the dev mode). */
 export interface Infrastructure {
-  readonly store: EventStore;
+  readonly store: EventStoreAdapter;
   /** The bus; consumers started through it are drained first at shutdown. */
   readonly bus: EventBus;
   /** This process's outbox relay candidate (only the lease holder publishes). */
@@ -51,7 +52,7 @@ export interface Infrastructure {
 }
 
 interface Storage {
-  store: EventStore;
+  store: EventStoreAdapter;
   checkpoints: CheckpointStore;
   leases: LeaseStore;
   inbox: Inbox;

@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { ServerInterceptor } from '@grpc/grpc-js';
 import { status as GrpcStatus, ServerInterceptingCall } from '@grpc/grpc-js';
-import type { ConsumerOptions, EventBus, EventHandler, EventStore } from '@keel/core';
+import type { ConsumerOptions, EventBus, EventHandler, EventStoreAdapter } from '@keel/core';
 import { ConfigError } from './config-error.js';
 import type { Infrastructure } from './infrastructure.js';
 import type { MetricsRegistry } from './metrics.js';
@@ -22,7 +22,7 @@ const forwarding = <T extends object>(target: T, overrides: Partial<T>): T =>
   });
 
 /** The store, timing each append as this service's. Everything else (and `instanceof`) as the store's. */
-export const meteredStore = (store: EventStore, metrics: ServiceMetrics): EventStore =>
+export const meteredStore = (store: EventStoreAdapter, metrics: ServiceMetrics): EventStoreAdapter =>
   forwarding(store, {
     append: async (tenantId, stream, events, options) => {
       const elapsed = ServiceMetrics.timer();

@@ -5,13 +5,14 @@ import { ConcurrencyError, EventTooLargeError, ValidationError } from '../errors
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import type { EventStore } from './event-store.js';
+import type { LogSequencer } from './sequencing.js';
 import { EVENT_SIZE_LIMIT_BYTES } from './event-store.js';
 
 /** What the contract needs of an adapter: a store, optionally a second instance over the same log. */
 export interface EventStoreUnderTest {
-  store: EventStore;
+  store: EventStore & LogSequencer;
   /** Another instance (another connection, as another process would have) over the same log. */
-  second: EventStore;
+  second: EventStore & LogSequencer;
   cleanup(): Promise<void>;
 }
 
@@ -19,7 +20,7 @@ const ev = (type: string, data: unknown = {}): EventData => ({ type, data });
 
 /** Reads the whole global log the way a catch-up reader does, sequencing as a relay would. */
 export const readWholeLog = async (
-  store: EventStore,
+  store: EventStore & LogSequencer,
   scope: 'all-tenants' | { tenantId: string } = 'all-tenants',
 ) => {
   const events: RecordedEvent[] = [];

@@ -75,23 +75,11 @@ export interface SnapshotStore {
 export const EVENT_SIZE_LIMIT_BYTES = 1024 * 1024;
 export const COMMIT_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
 
-/** Options of one sequencer round. */
-export interface SequenceOptions {
-  /** Look for other processes' commits now, even if this store would wait a while to (flushes). */
-  discover?: boolean;
-  /**
-   * Place only the commits appended through this instance, never looking for other processes'
-   * (a relay that does not hold the lease places its own so the holder can publish them at once).
-   */
-  ownOnly?: boolean;
-  /**
-   * Called once this round's commits are placed in the log, before the round ends (an adapter may
-   * still be writing what only some reads need): lets a relay wake the publishing one sooner.
-   */
-  onPlaced?: () => void;
-}
-
-/** The event log port: every adapter (in-memory, MongoDB) passes the same contract suite. */
+/**
+ * The event log port: every adapter (in-memory, MongoDB) passes the same contract suite. Placing
+ * commits in the global log and waking on appends are separate ports (`LogSequencer`,
+ * `AppendWatch` in sequencing.ts): a writer or reader does not need them.
+ */
 export interface EventStore {
   append(
     tenantId: string,
@@ -107,15 +95,6 @@ export interface EventStore {
    * from `lastPosition` never skips an event committed later.
    */
   readAll(options: ReadAllOptions): Promise<ReadAllPage>;
-  /**
-   * Places committed-but-unsequenced commits into the global log. Safe to call from several
-   * processes at once; returns how many commits it placed. The in-memory store sequences on append.
-   */
-  sequence(options?: SequenceOptions): Promise<number>;
-  /** Resolves after the next append in this process (or after `timeoutMs`): lets relays sleep. */
-  waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void>;
-  /** Appends made through this instance so far; pass it as `since` so no append is missed. */
-  readonly appendCount: number;
   readonly snapshots: SnapshotStore;
   close(): Promise<void>;
 }

@@ -6,13 +6,13 @@ import { prepareAppend, versionMismatch } from './append-guard.js';
 import type {
   AppendOptions,
   AppendResult,
-  EventStore,
   ReadAllOptions,
   ReadAllPage,
   ReadStreamOptions,
   Snapshot,
   SnapshotStore,
 } from './event-store.js';
+import type { EventStoreAdapter } from './sequencing.js';
 
 interface StoredCommit {
   commitId: string;
@@ -53,7 +53,7 @@ class InMemorySnapshotStore implements SnapshotStore {
 }
 
 /** The event log in process memory: the dev mode's store, held to the same contract as MongoDB's. */
-export class InMemoryEventStore implements EventStore {
+export class InMemoryEventStore implements EventStoreAdapter {
   private readonly streams = new Map<string, StoredCommit[]>();
   private readonly commitsById = new Map<string, StoredCommit>();
   private readonly global: RecordedEvent[] = [];

@@ -1,10 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import { describeAppendWatchContract } from './append-watch.contract.js';
 import { describeEventStoreContract } from './event-store.contract.js';
 import { InMemoryEventStore } from './in-memory-event-store.js';
 
 describeEventStoreContract('in-memory', async () => {
   const store = new InMemoryEventStore();
   return { store, second: store, cleanup: () => store.close() };
+});
+
+describeAppendWatchContract('in-memory', async () => {
+  const store = new InMemoryEventStore();
+  return { store, cleanup: () => store.close() };
 });
 
 describe('in-memory event store', () => {

@@ -1,5 +1,6 @@
 import { mongoUrlFor, uniqueName } from '@keel/testkit';
 import { describe, expect, it } from 'vitest';
+import { describeAppendWatchContract } from '../event-store/append-watch.contract.js';
 import { describeEventStoreContract } from '../event-store/event-store.contract.js';
 import type { MongoEventStoreOptions } from './mongo-event-store.js';
 import { MongoEventStore } from './mongo-event-store.js';
@@ -22,6 +23,17 @@ for (const reads of ['walk', 'range'] as const) {
     };
   });
 }
+
+describeAppendWatchContract('mongodb', async () => {
+  const store = await MongoEventStore.connect(mongoUrlFor(uniqueName('watch')));
+  return {
+    store,
+    cleanup: async () => {
+      await store.db.dropDatabase();
+      await store.close();
+    },
+  };
+});
 
 describe('MongoDB event store: what it writes', () => {
   it('one document per commit, keyed tenant|stream|fromVersion, payloads as JSON text', async () => {

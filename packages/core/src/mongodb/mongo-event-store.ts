@@ -4,7 +4,7 @@ import { ConcurrencyError, UnavailableError, ValidationError } from '../errors/i
 import type {
   AppendOptions,
   AppendResult,
-  EventStore,
+  EventStoreAdapter,
   ExpectedVersion,
   ReadAllOptions,
   ReadAllPage,
@@ -48,7 +48,7 @@ const CHAIN_LIMIT = 16;
  * (tenant, stream, fromVersion) for optimistic concurrency, payloads as JSON text. Uses nothing
  * beyond what FerretDB 1.24 serves: no transactions, no change streams.
  */
-export class MongoEventStore implements EventStore {
+export class MongoEventStore implements EventStoreAdapter {
   readonly snapshots: SnapshotStore;
   private readonly commits: Collection<CommitDocument>;
   private readonly pages: Collection<LogPageDocument>;

@@ -1,6 +1,6 @@
 import { messageOf } from '../errors/index.js';
 import type { EventBus } from '../bus/index.js';
-import type { EventStore } from '../event-store/index.js';
+import type { AppendWatch, EventStore, LogSequencer } from '../event-store/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import { sleep } from '../time/index.js';
@@ -9,7 +9,8 @@ import type { LogPort } from '../logging/index.js';
 
 /** Settings of the outbox relay. */
 export interface OutboxRelayOptions {
-  store: EventStore;
+  /** The global log it publishes, the sequencer that places commits in it, and its appends to wake on. */
+  store: Pick<EventStore, 'readAll'> & LogSequencer & AppendWatch;
   bus: EventBus;
   checkpoints: CheckpointStore;
   leases: LeaseStore;

@@ -1,10 +1,10 @@
-import type { EphemeralChannel, EventStore } from '@keel/core';
+import type { AppendWatch, EphemeralChannel, EventStore } from '@keel/core';
 import type { FeedFrame } from './feed-frames.js';
 import { durableFrame, ephemeralFrame, ephemeralVersion } from './feed-frames.js';
 
 /** Where a feed reads: the event log and the bus's ephemeral channel. */
 export interface FeedSources {
-  store: EventStore;
+  store: Pick<EventStore, 'read'> & AppendWatch;
   ephemeral: EphemeralChannel;
   /** Longest wait between two reads of the log when nothing woke the reader earlier. */
   pollMs: number;

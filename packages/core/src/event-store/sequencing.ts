@@ -1,0 +1,37 @@
+import type { EventStore } from './event-store.js';
+
+/** Options of one sequencer round. */
+export interface SequenceOptions {
+  /** Look for other processes' commits now, even if this store would wait a while to (flushes). */
+  discover?: boolean;
+  /**
+   * Place only the commits appended through this instance, never looking for other processes'
+   * (a relay that does not hold the lease places its own so the holder can publish them at once).
+   */
+  ownOnly?: boolean;
+  /**
+   * Called once this round's commits are placed in the log, before the round ends (an adapter may
+   * still be writing what only some reads need): lets a relay wake the publishing one sooner.
+   */
+  onPlaced?: () => void;
+}
+
+/** Places committed commits in the global log: the outbox relay's need, apart from writers and readers. */
+export interface LogSequencer {
+  /**
+   * Places committed-but-unsequenced commits into the global log. Safe to call from several
+   * processes at once; returns how many commits it placed. The in-memory store sequences on append.
+   */
+  sequence(options?: SequenceOptions): Promise<number>;
+}
+
+/** Wakes a reader on this process's appends: the relay's and the live feed's need, so they can sleep. */
+export interface AppendWatch {
+  /** Resolves after the next append in this process (or after `timeoutMs`). */
+  waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void>;
+  /** Appends made through this instance so far; pass it as `since` so no append is missed. */
+  readonly appendCount: number;
+}
+
+/** What a store adapter offers the process that runs it: the log port and both narrow ports. */
+export type EventStoreAdapter = EventStore & LogSequencer & AppendWatch;
