@@ -4,25 +4,16 @@ import type {
   EphemeralSubscription,
   EventBus,
   EventStore,
+  LogPort,
   RecordedEvent,
 } from '@keel/core';
-import {
-  KeelError,
-  exceedsJsonDepth,
-  isEvent,
-  messageOf,
-  ownValue,
-  parseStreamName,
-  uuidv7,
-} from '@keel/core';
-import type { ToolCallExecuted } from '@keel/events';
-import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY, turnIdOf } from '@keel/events';
+import { isEvent, messageOf, ownValue, parseStreamName, uuidv7 } from '@keel/core';
+import type { AgentDefinition, ToolCallExecuted } from '@keel/events';
+import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
-import { EgressDeniedError } from '@keel/runtime';
-import type { ToolCallVerdict } from '../conversation/conversation.commands.js';
+import type { ConversationCommand, ToolCallVerdict } from '../conversation/conversation.commands.js';
 import { ConversationConflictError } from '../conversation/conversation.decider.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
-import { guardToolCall } from '../guard/tool-guard.js';
 import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/model-step.js';
 import type { PricedUsage, UsagePricing } from '../pricing/usage-pricing.js';
 import { promptMessages } from '../prompt/prompt.js';
@@ -32,14 +23,30 @@ import type { ConversationService } from '../conversation/conversation.service.j
 import type { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import type { TurnMetrics } from './turn-metrics.js';
 import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
-import type { ToolCatalog } from './tool-catalog.js';
+import type { ResolvedTool, ToolCatalog } from './tool-catalog.js';
 import { resolveTools } from './tool-catalog.js';
-import type { LogPort } from '@keel/core';
+import type { GuardContext, KeptToolCall } from './step-policy.js';
+import {
+  dueStep,
+  guardContext,
+  isStepTrigger,
+  judgeToolCall,
+  keptToolCalls,
+  modelFailureCode,
+  recordModelOutput,
+} from './step-policy.js';
 
-/** Deepest tool-call arguments a model may send (deeper ones are refused to the model). */
-const MAX_ARGS_DEPTH = 32;
-/** Events after which a turn may need its next model step. */
-const TRIGGERS = new Set(['TurnStarted', 'ToolCallCompleted']);
+/** One model step's identity, as its parts (model call, recording) need it. */
+interface StepCall {
+  tenantId: string;
+  conversationId: string;
+  turn: CurrentTurn;
+  step: number;
+  /** The conversation's version the step runs on (ephemeral messages say they follow it). */
+  version: number;
+  log: { tenantId: string; conversationId: string; turnId: string; step: number; correlationId: string };
+  ctx: CallContext;
+}
 
 /** What the worker runs on. */
 export interface TurnWorkerDeps {
@@ -129,9 +136,8 @@ export class TurnWorker {
     const { event } = delivery;
     // Counted once per event: a redelivered one was seen already.
     if (delivery.deliveryCount === 1 && delivery.replayOf === undefined) this.timings.observe(event);
-    if (!TRIGGERS.has(event.type)) return;
+    if (!isStepTrigger(event)) return;
     const { store, conversations } = this.deps;
-    const turnId = turnIdOf(event);
     // One view of the stream: the state as loaded, and the events after this trigger up to it.
     const { state, version } = await conversations.handler.load(event.tenantId, event.streamName);
     const later =
@@ -141,15 +147,8 @@ export class TurnWorker {
             toVersion: version,
           })
         : [];
-    // Only the turn's last trigger acts: a later one (another tool result, in this commit or a
-    // newer one) does, so a step is never started twice. A step after this trigger: done already.
-    const ofTurn = (e: RecordedEvent): boolean => turnIdOf(e) === turnId;
-    if (later.some((e) => ofTurn(e) && (TRIGGERS.has(e.type) || e.type === 'AssistantMessageCompleted')))
-      return;
-    const turn = state.turn;
-    if (!turn || turn.turnId !== turnId) return;
-    if (turn.toolCalls.some((c) => c.state !== 'completed') || turn.step >= turn.agent.maxSteps) return;
-    await this.runStep(event, state, turn, version);
+    const due = dueStep(event, state, later);
+    if (due.kind === 'model-step') await this.runStep(event, state, due.turn, version);
   }
 
   /**
@@ -163,153 +162,126 @@ export class TurnWorker {
     turn: CurrentTurn,
     version: number,
   ): Promise<void> {
-    const { config, conversations, bus, logger } = this.deps;
-    const tenantId = trigger.tenantId;
-    const conversationId = parseStreamName(trigger.streamName).id;
-    const ctx = systemContext(trigger, 'agent');
-    const step = turn.step + 1;
-    const log = { tenantId, conversationId, turnId: turn.turnId, step, correlationId: ctx.correlationId };
-
-    const tenant = await config.load(tenantId);
+    const call = stepCall(trigger, turn, version);
+    const { tenantId, conversationId, ctx, step, log } = call;
+    const tenant = await this.deps.config.load(tenantId);
     const agent = ownValue(tenant.agents, turn.agent.agentId);
     if (!agent) {
-      await this.fail(
-        ctx,
-        conversationId,
-        turn,
-        'agent_not_found',
-        `agent ${turn.agent.agentId} no longer exists`,
-      );
+      const message = `agent ${turn.agent.agentId} no longer exists`;
+      await this.fail(ctx, conversationId, turn, 'agent_not_found', message);
       return;
     }
     const tools = resolveTools(agent.tools, tenant, this.deps.catalog);
+    const output = await this.callModel(call, tenant, agent, tools, state);
+    if (!output) return;
+    // The usage instant selects the price in force; it is also the recorded output's `at`.
+    const at = new Date().toISOString();
+    const priced = await this.priceUsage(output, at, log);
+    const calls = keptToolCalls(output.toolCalls, uuidv7);
+    const validate: ToolCatalog['validate'] = (schema, args) => this.deps.catalog.validate(schema, args);
+    const guard = guardContext(state, turn, agent, tools, validate);
+    const verdicts = calls.map((c) => this.judge(c, guard, log));
+    const command = recordModelOutput({
+      turnId: turn.turnId,
+      step,
+      output,
+      calls,
+      verdicts,
+      priced,
+      at,
+      newId: uuidv7,
+    });
+    await this.record(call, command, output, priced);
+  }
+
+  /** Streams the model's answer (deltas on the bus); undefined when the call was cancelled or failed the turn. */
+  private async callModel(
+    call: StepCall,
+    tenant: TenantConfig,
+    agent: AgentDefinition,
+    tools: ResolvedTool[],
+    state: Conversation,
+  ): Promise<ModelStepOutput | undefined> {
+    const { tenantId, conversationId, turn, step, version } = call;
     const key = `${tenantId}/${conversationId}`;
     const controller = new AbortController();
     this.inFlight.set(key, { turnId: turn.turnId, controller });
-    let seq = 0;
-    let output: ModelStepOutput;
     const model = turn.agent.model;
-    const callStartedAt = performance.now();
-    const callSeconds = (): number => (performance.now() - callStartedAt) / 1000;
+    const startedAt = performance.now();
+    const seconds = (): number => (performance.now() - startedAt) / 1000;
+    let seq = 0;
     try {
-      output = await this.deps.modelStep({
-        model: turn.agent.model,
-        credentials: this.credentials(tenant, tenantId, turn.agent.model),
+      const output = await this.deps.modelStep({
+        model,
+        credentials: this.credentials(tenant, tenantId, model),
         messages: promptMessages(agent, tools, state),
         tools,
         temperature: agent.temperature,
         signal: controller.signal,
         onDelta: (text) => {
           this.timings.token(turn.turnId, model);
-          bus.ephemeral.publish(
-            { kind: 'deltas', tenantId, conversationId },
-            { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text, version },
-          );
+          const delta = { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text, version };
+          this.deps.bus.ephemeral.publish({ kind: 'deltas', tenantId, conversationId }, delta);
         },
       });
-      this.metrics.modelCall(model, 'ok', callSeconds());
+      this.metrics.modelCall(model, 'ok', seconds());
+      return output;
     } catch (error) {
-      this.metrics.modelCall(model, controller.signal.aborted ? 'cancelled' : 'error', callSeconds());
-      if (controller.signal.aborted) {
-        logger.info(log, 'model call aborted: the turn was cancelled');
-        return;
-      }
-      logger.warn({ ...log, err: error }, 'model call failed; failing the turn');
-      // A tenant baseUrl the egress policy refuses: the same word as a refused webhook's.
-      const code =
-        error instanceof EgressDeniedError
-          ? 'egress_denied'
-          : error instanceof KeelError
-            ? `provider_${error.code.toLowerCase()}`
-            : 'provider_error';
-      await this.fail(ctx, conversationId, turn, code, messageOf(error));
-      return;
+      this.metrics.modelCall(model, controller.signal.aborted ? 'cancelled' : 'error', seconds());
+      await this.modelCallFailed(call, error, controller.signal.aborted);
+      return undefined;
     } finally {
       if (this.inFlight.get(key)?.controller === controller) this.inFlight.delete(key);
     }
-    // The usage instant selects the price in force; it is also the recorded output's `at`.
-    const at = new Date().toISOString();
-    const priced = await this.priceUsage(output, at, log);
+  }
 
-    // Providers' call ids are not unique (the demo model's repeat, some providers have none); the
-    // ledger and Idempotency-Key need ids unique per tenant, so each call gets a Keel id, which the
-    // transcript then uses on both sides (assistant tool_calls and tool results).
-    // Arguments nested past MAX_ARGS_DEPTH would overflow every recursive reader (the validator,
-    // the event log's JSON): such a call keeps a note instead, and the guard refuses it.
-    const calls = output.toolCalls.map((c) => ({
-      ...c,
-      ...(exceedsJsonDepth(c.args, MAX_ARGS_DEPTH)
-        ? { args: `(arguments nested deeper than ${MAX_ARGS_DEPTH} levels, not kept)` }
-        : {}),
-      toolCallId: uuidv7(),
-    }));
-    const verdicts: ToolCallVerdict[] = calls.map((call) => {
-      // Whatever the model named or sent, the verdict is one the model sees: a throw here would
-      // redeliver the step (a paid model call each time) until it is dead-lettered.
-      try {
-        const tool = tools.find((t) => t.name === call.name);
-        const argErrors =
-          typeof call.args === 'string'
-            ? [{ path: '', message: `arguments are not valid JSON: ${call.args.slice(0, 200)}` }]
-            : tool
-              ? this.deps.catalog.validate(tool.inputSchema, call.args)
-              : [];
-        return guardToolCall({
-          name: call.name,
-          argErrors,
-          tool,
-          agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
-          role: turn.role,
-          phase: state.phase ?? agent.phases?.initial,
-        });
-      } catch (error) {
-        logger.warn(
-          { ...log, err: error, tool: String(call.name).slice(0, 64) },
-          'tool call refused: not checkable',
-        );
-        return {
-          kind: 'refuse',
-          error: {
-            code: 'invalid_tool_call',
-            message: `the call to "${String(call.name).slice(0, 64)}" could not be checked; do the task without it.`,
-          },
-        };
-      }
-    });
+  /** A cancelled call ends quietly (the cancel recorded the turn's end); any other failure fails the turn. */
+  private async modelCallFailed(call: StepCall, error: unknown, aborted: boolean): Promise<void> {
+    if (aborted) {
+      this.deps.logger.info(call.log, 'model call aborted: the turn was cancelled');
+      return;
+    }
+    this.deps.logger.warn({ ...call.log, err: error }, 'model call failed; failing the turn');
+    await this.fail(call.ctx, call.conversationId, call.turn, modelFailureCode(error), messageOf(error));
+  }
+
+  /** The guard's verdict on one call, logging a call that could not be checked at all. */
+  private judge(call: KeptToolCall, guard: GuardContext, log: object): ToolCallVerdict {
+    const { verdict, uncheckable } = judgeToolCall(call, guard);
+    if (uncheckable !== undefined) {
+      const tool = String(call.name).slice(0, 64);
+      this.deps.logger.warn({ ...log, err: uncheckable, tool }, 'tool call refused: not checkable');
+    }
+    return verdict;
+  }
+
+  /** Records the step's output, then counts its usage and publishes the context fill after it. */
+  private async record(
+    call: StepCall,
+    command: ConversationCommand,
+    output: ModelStepOutput,
+    priced: PricedUsage,
+  ): Promise<void> {
+    const { tenantId, conversationId, turn, step, log } = call;
     let recorded: { version: number };
     try {
-      recorded = await conversations.run(ctx, conversationId, {
-        type: 'RecordModelOutput',
-        turnId: turn.turnId,
-        step,
-        messageId: uuidv7(),
-        text: output.text,
-        toolCalls: calls.map((c, i) => ({ ...c, verdict: verdicts[i]! })),
-        usage: {
-          model: output.model,
-          promptTokens: output.usage.promptTokens,
-          completionTokens: output.usage.completionTokens,
-          cacheReadTokens: output.usage.cacheReadTokens,
-          cacheWriteTokens: output.usage.cacheWriteTokens,
-          // null only when pricing could not price it, with the reason: never a silent 0.
-          costUsd: priced.costUsd,
-          ...(priced.reason !== undefined ? { costReason: priced.reason } : {}),
-        },
-        approvalIds: Object.fromEntries(calls.map((c) => [c.toolCallId, uuidv7()])),
-        at,
-      });
+      recorded = await this.deps.conversations.run(call.ctx, conversationId, command);
     } catch (error) {
-      if (error instanceof ConversationConflictError) {
-        logger.info({ ...log, reason: error.message }, 'model output not recorded: the turn moved on');
-        return;
-      }
-      throw error;
+      if (!(error instanceof ConversationConflictError)) throw error;
+      this.deps.logger.info(
+        { ...log, reason: error.message },
+        'model output not recorded: the turn moved on',
+      );
+      return;
     }
-    logger.info({ ...log, toolCalls: calls.length, model: output.model }, 'model step recorded');
+    this.deps.logger.info(
+      { ...log, toolCalls: output.toolCalls.length, model: output.model },
+      'model step recorded',
+    );
     // Labelled with the agent's model, as the call's latency is: a provider's own name for it
     // (`output.model`, dated versions) is not a label an operator chose, nor a bounded one.
-    this.metrics.modelUsage(model, output.usage, priced.costUsd);
-    bus.ephemeral.publish(
+    this.metrics.modelUsage(turn.agent.model, output.usage, priced.costUsd);
+    this.deps.bus.ephemeral.publish(
       { kind: 'deltas', tenantId, conversationId },
       {
         type: 'context',
@@ -364,6 +336,16 @@ export class TurnWorker {
     return { ...(apiKey ? { apiKey } : {}), ...(configured.baseUrl ? { baseUrl: configured.baseUrl } : {}) };
   }
 }
+
+/** The step after `turn`'s last one, run on the conversation at `version` because of `trigger`. */
+const stepCall = (trigger: RecordedEvent, turn: CurrentTurn, version: number): StepCall => {
+  const ctx = systemContext(trigger, 'agent');
+  const tenantId = trigger.tenantId;
+  const conversationId = parseStreamName(trigger.streamName).id;
+  const step = turn.step + 1;
+  const log = { tenantId, conversationId, turnId: turn.turnId, step, correlationId: ctx.correlationId };
+  return { tenantId, conversationId, turn, step, version, log, ctx };
+};
 
 /** The context of an action the platform takes itself, tied to the request that caused it. */
 const systemContext = (event: RecordedEvent, service: string): CallContext => ({
