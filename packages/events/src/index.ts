@@ -2,3 +2,4 @@ export * from './conversation-events.js';
 export * from './tenant-config-events.js';
 export * from './tool-events.js';
 export * from './budget-events.js';
+export * from './upcasters.js';

@@ -1,4 +1,5 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
+import { eventUpcasters } from '@keel/events';
 import type { AuditStorage, TurnInfo } from '../storage/audit-storage.js';
 import type { AuditEntry } from '../trail/audit-entry.js';
 import { auditEntryOf } from '../trail/audit-events.js';
@@ -6,6 +7,9 @@ import type { DayBody, MonthBody, RollupDoc } from '../usage/rollup-documents.js
 import { RollupSet } from '../usage/rollup-set.js';
 import type { UsageFact } from '../usage/usage-facts.js';
 import { turnInfoOf, turnKey, usageFactOf } from '../usage/usage-facts.js';
+
+/** Lifts old event shapes (e.g. a `UsageRecorded` without `at`) before anything reads them. */
+const UPCASTERS = eventUpcasters();
 
 /** Checkpoint name of the projection: the global log position every rollup and entry is complete up to. */
 export const PROJECTION_CHECKPOINT = 'audit-projection';
@@ -102,7 +106,8 @@ export class AuditProjector {
   }
 
   /** Applies one page; every write is idempotent, so a failure part way is retried whole. */
-  async applyPage(events: readonly RecordedEvent[], lastPosition: number): Promise<void> {
+  async applyPage(read: readonly RecordedEvent[], lastPosition: number): Promise<void> {
+    const events = UPCASTERS.upcastAll(read);
     const pageTurns = new Map<string, TurnInfo>();
     const entries: AuditEntry[] = [];
     for (const event of events) {

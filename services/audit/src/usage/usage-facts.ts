@@ -45,15 +45,14 @@ export const turnInfoOf = (event: RecordedEvent): { key: string; info: TurnInfo 
 };
 
 /**
- * The usage fact of a `UsageRecorded` event, else undefined. Its instant is the commit time
- * (`recordedAt`), or `data.at` when the producer recorded one. A turn is counted once, at its
+ * The usage fact of a `UsageRecorded` event (upcast: `data.at` is set, the commit time for events
+ * recorded before it existed), else undefined. Its instant is `data.at`. A turn is counted once, at its
  * first model call (step 1); cost null (unknown price) adds no cost.
  */
 export const usageFactOf = (event: RecordedEvent, turn: TurnInfo | undefined): UsageFact | undefined => {
   if (event.type !== 'UsageRecorded') return undefined;
   const data = (event.data ?? {}) as Data;
-  const explicit = typeof data.at === 'string' ? Date.parse(data.at) : Number.NaN;
-  const at = Number.isFinite(explicit) ? explicit : Date.parse(event.recordedAt);
+  const at = Date.parse(String(data.at));
   const actor = event.metadata.actor ?? {};
   return {
     tenantId: event.tenantId,
