@@ -32,6 +32,7 @@ export const DOMAIN_FILES = [
   'packages/core/src/decider/**/*.ts',
   'packages/events/src/**/*.ts',
   'services/agent/src/guard/**/*.ts',
+  'services/agent/src/turn/step-policy.ts',
   'services/tools/src/tool-calls/call-trigger.ts',
 ];
 

@@ -1,8 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
-import { KeelError, exceedsJsonDepth } from '@keel/core';
+import { exceedsJsonDepth } from '@keel/core';
 import type { AgentDefinition } from '@keel/events';
 import { turnIdOf } from '@keel/events';
-import { EgressDeniedError } from '@keel/runtime';
 import type { ConversationCommand, ToolCallVerdict } from '../conversation/conversation.commands.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
 import { guardToolCall } from '../guard/tool-guard.js';
@@ -160,12 +159,3 @@ export const recordModelOutput = (input: RecordingInput): ConversationCommand =>
     at: input.at,
   };
 };
-
-/** The error code a failed model call ends its turn with. */
-export const modelFailureCode = (error: unknown): string =>
-  // A tenant baseUrl the egress policy refuses: the same word as a refused webhook's.
-  error instanceof EgressDeniedError
-    ? 'egress_denied'
-    : error instanceof KeelError
-      ? `provider_${error.code.toLowerCase()}`
-      : 'provider_error';

@@ -1,6 +1,4 @@
 import type { RecordedEvent } from '@keel/core';
-import { NotFoundError } from '@keel/core';
-import { EgressDeniedError } from '@keel/runtime';
 import { describe, expect, it } from 'vitest';
 import type { Conversation, CurrentTurn, TurnToolCall } from '../conversation/conversation.state.js';
 import { initialConversation } from '../conversation/conversation.state.js';
@@ -13,7 +11,6 @@ import {
   isStepTrigger,
   judgeToolCall,
   keptToolCalls,
-  modelFailureCode,
   recordModelOutput,
 } from './step-policy.js';
 import type { ResolvedTool } from './tool-catalog.js';
@@ -266,11 +263,5 @@ describe('step policy: how a model answer maps to a command', () => {
     });
     expect(command).toMatchObject({ usage: { costUsd: 0.01 }, approvalIds: {} });
     expect(command.type === 'RecordModelOutput' && 'costReason' in command.usage).toBe(false);
-  });
-
-  it('names a failed model call by its cause', () => {
-    expect(modelFailureCode(new EgressDeniedError('llm.example.com', 'refused'))).toBe('egress_denied');
-    expect(modelFailureCode(new NotFoundError('no such model'))).toBe('provider_not_found');
-    expect(modelFailureCode(new Error('socket hang up'))).toBe('provider_error');
   });
 });

@@ -7,10 +7,11 @@ import type {
   LogPort,
   RecordedEvent,
 } from '@keel/core';
-import { isEvent, messageOf, ownValue, parseStreamName, uuidv7 } from '@keel/core';
+import { KeelError, isEvent, messageOf, ownValue, parseStreamName, uuidv7 } from '@keel/core';
 import type { AgentDefinition, ToolCallExecuted } from '@keel/events';
 import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
+import { EgressDeniedError } from '@keel/runtime';
 import type { ConversationCommand, ToolCallVerdict } from '../conversation/conversation.commands.js';
 import { ConversationConflictError } from '../conversation/conversation.decider.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
@@ -32,7 +33,6 @@ import {
   isStepTrigger,
   judgeToolCall,
   keptToolCalls,
-  modelFailureCode,
   recordModelOutput,
 } from './step-policy.js';
 
@@ -346,6 +346,15 @@ const stepCall = (trigger: RecordedEvent, turn: CurrentTurn, version: number): S
   const log = { tenantId, conversationId, turnId: turn.turnId, step, correlationId: ctx.correlationId };
   return { tenantId, conversationId, turn, step, version, log, ctx };
 };
+
+/** The error code a failed model call ends its turn with. */
+const modelFailureCode = (error: unknown): string =>
+  // A tenant baseUrl the egress policy refuses: the same word as a refused webhook's.
+  error instanceof EgressDeniedError
+    ? 'egress_denied'
+    : error instanceof KeelError
+      ? `provider_${error.code.toLowerCase()}`
+      : 'provider_error';
 
 /** The context of an action the platform takes itself, tied to the request that caused it. */
 const systemContext = (event: RecordedEvent, service: string): CallContext => ({
