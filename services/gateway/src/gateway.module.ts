@@ -19,9 +19,9 @@ import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js
 import { IdempotencyService } from './idempotency/idempotency.service.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RATE_LIMITER, RateLimitService, createRateLimiter } from './rate-limit/rate-limit.service.js';
-import { EventsFeedController } from './stream/events-feed.controller.js';
-import { EventsFeedService, FEED_SETTINGS, feedSettingsFromEnv } from './stream/events-feed.service.js';
-import { TurnStreamService } from './stream/turn-stream.js';
+import { EventsFeedController } from './feed/events-feed.controller.js';
+import { EventsFeedService, FEED_SETTINGS, feedSettingsFromEnv } from './feed/events-feed.service.js';
+import { TurnFeedService } from './feed/turn-feed.service.js';
 import { KeyUsage } from './tenants/key-usage.js';
 import { KeysController } from './tenants/keys.controller.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
@@ -79,7 +79,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
     EventsFeedService,
-    TurnStreamService,
+    TurnFeedService,
   ],
 })
 export class GatewayModule {}

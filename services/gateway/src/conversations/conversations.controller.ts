@@ -18,15 +18,15 @@ import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { REQUEST_ID_HEADER } from '../http/request-id.js';
-import { EventsFeedService } from '../stream/events-feed.service.js';
-import { resumeAfter } from '../stream/feed-frames.js';
+import { EventsFeedService } from '../feed/events-feed.service.js';
+import { resumeAfter } from '../feed/feed-frames.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAY_HEADER,
   idempotencyKeyOf,
 } from '../idempotency/idempotency-key.js';
 import { ForwardsIdempotencyKey, OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
-import { TurnStreamService } from '../stream/turn-stream.js';
+import { TurnFeedService } from '../feed/turn-feed.service.js';
 import {
   parseCreateConversation,
   parseDecideApproval,
@@ -50,7 +50,7 @@ interface StreamReply {
   raw: ServerResponse;
 }
 
-/** Whether the client asked for the turn stream (`Accept: text/event-stream`). */
+/** Whether the client asked for the turn feed (`Accept: text/event-stream`; API.md's "turn stream"). */
 const acceptsEventStream = (accept: string | string[] | undefined): boolean =>
   [accept ?? []].flat().some((value) => value.toLowerCase().includes('text/event-stream'));
 
@@ -62,7 +62,7 @@ const acceptsEventStream = (accept: string | string[] | undefined): boolean =>
 export class ConversationsController {
   constructor(
     @Inject(AgentClient) private readonly agent: AgentClient,
-    @Inject(TurnStreamService) private readonly turns: TurnStreamService,
+    @Inject(TurnFeedService) private readonly turns: TurnFeedService,
     @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
   ) {}
 
@@ -123,7 +123,7 @@ export class ConversationsController {
    * otherwise 202 `{ turnId }`. Bad body, unknown conversation, busy (409), over budget (402):
    * problem+json before any frame. A retry with the same `Idempotency-Key` starts no second turn:
    * it answers the first turn's id, or streams that turn again from its start (or, with
-   * `Last-Event-ID`, from after that id: a dropped turn stream resumes on any gateway instance).
+   * `Last-Event-ID`, from after that id: a dropped turn feed resumes on any gateway instance).
    */
   @Post(':id/messages')
   @Roles('editor')

@@ -31,7 +31,7 @@ import { MAX_CONTENT_CHARS, parseCreateConversation } from '../conversations/con
 import type { SendMessageFields } from '../conversations/conversation-requests.js';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
-import { TurnStreamService } from '../stream/turn-stream.js';
+import { TurnFeedService } from '../feed/turn-feed.service.js';
 import type { HeaderSink } from './grpc-caller.js';
 import { GrpcCallerResolver } from './grpc-caller.js';
 import { rpcErrorOf } from './rpc-error.js';
@@ -87,7 +87,7 @@ const sendFields = (request: SendMessageRequest): SendMessageFields & { conversa
 /**
  * keel.conversations.v1.ConversationService, the public conversation API over gRPC: the caller
  * is resolved from its metadata as HTTP resolves it, each unary RPC is one call of the agent
- * service, and SendMessage streams the same frames as the HTTP turn stream (TurnStreamService),
+ * service, and SendMessage streams the same frames as the HTTP turn feed (TurnFeedService),
  * as TurnEvents. A caller that goes away stops its reading, never the turn.
  */
 @Controller()
@@ -96,7 +96,7 @@ export class ConversationsGrpcController implements ConversationServiceControlle
   constructor(
     @Inject(GrpcCallerResolver) private readonly callers: GrpcCallerResolver,
     @Inject(AgentClient) private readonly agent: AgentClient,
-    @Inject(TurnStreamService) private readonly turns: TurnStreamService,
+    @Inject(TurnFeedService) private readonly turns: TurnFeedService,
     @Inject(IdempotencyService) private readonly idempotency: IdempotencyService,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {}

@@ -1,6 +1,6 @@
 import type { TurnEvent } from '@keel/proto/keel/conversations/v1/conversations';
 import { Decision } from '@keel/proto/keel/conversations/v1/conversations';
-import type { FeedFrame } from '../stream/feed-frames.js';
+import type { FeedFrame } from '../feed/feed-frames.js';
 
 type Data = Record<string, unknown>;
 

@@ -34,19 +34,19 @@ export interface SubmittedOnce extends SubmittedTurn {
 }
 
 /** A started (or queued) turn and its frames. */
-export interface TurnStream extends SubmittedOnce {
+export interface TurnFeed extends SubmittedOnce {
   /** The turn's frames, turn.started to its terminal event; reading stops when the signal aborts. */
   frames: AsyncIterable<FeedFrame>;
 }
 
 /**
- * The turn stream, for every edge that serves it (HTTP SSE, gRPC SendMessage): submits the
+ * The turn feed, for every edge that serves it (HTTP SSE, gRPC SendMessage): submits the
  * message through the agent, then reads the conversation's feed from the version before it and
  * keeps the frames of that turn only, until the turn ends. Waiting for an approval keeps the
- * stream open. Stopping the reading (the caller's signal, gateway shutdown) never stops the turn.
+ * feed open. Stopping the reading (the caller's signal, gateway shutdown) never stops the turn.
  */
 @Injectable()
-export class TurnStreamService implements BeforeApplicationShutdown {
+export class TurnFeedService implements BeforeApplicationShutdown {
   private readonly shutdown = new AbortController();
 
   constructor(
@@ -61,7 +61,7 @@ export class TurnStreamService implements BeforeApplicationShutdown {
    * conversation (404), busy (409), budget (402), unavailable. A retry with the same
    * Idempotency-Key starts no second turn: it streams the first one again (after `resumeAfter`).
    */
-  async sendAndStream(caller: CallContext, request: TurnRequest, signal: AbortSignal): Promise<TurnStream> {
+  async sendAndStream(caller: CallContext, request: TurnRequest, signal: AbortSignal): Promise<TurnFeed> {
     const turn = await this.submitOnce(caller, request);
     const resume = turn.replayed ? (request.resumeAfter ?? 0) : 0;
     return {
@@ -126,7 +126,7 @@ export class TurnStreamService implements BeforeApplicationShutdown {
     return turnFrames(readFeed(this.feeds.sources(), target, stop), turn.turnId, resumeAfter);
   }
 
-  /** Ends every turn stream's reading (their turns run on), so the gateway can stop. */
+  /** Ends every turn feed's reading (their turns run on), so the gateway can stop. */
   beforeApplicationShutdown(): void {
     this.shutdown.abort();
   }

@@ -12,7 +12,7 @@ import type { AgentClient, CallContext } from '../agent-client/agent.client.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import type { EventsFeedService } from './events-feed.service.js';
 import type { FeedFrame } from './feed-frames.js';
-import { TurnStreamService } from './turn-stream.js';
+import { TurnFeedService } from './turn-feed.service.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const tenantId = 't1';
@@ -51,7 +51,7 @@ const setup = (answer: () => Promise<unknown>) => {
   const feeds = { sources: () => ({ store, ephemeral, pollMs: 5_000 }) } as unknown as EventsFeedService;
   const infra = { idempotency: new InMemoryIdempotencyStore() } as unknown as Infrastructure;
   const idempotency = new IdempotencyService(infra, createLogger('gateway', { level: 'silent' }));
-  return { store, ephemeral, calls, service: new TurnStreamService(agent, feeds, idempotency) };
+  return { store, ephemeral, calls, service: new TurnFeedService(agent, feeds, idempotency) };
 };
 
 const collect = async (frames: AsyncIterable<FeedFrame>, into: FeedFrame[]) => {
@@ -65,7 +65,7 @@ const until = async (check: () => boolean, timeoutMs = 2_000): Promise<void> => 
   }
 };
 
-describe('TurnStreamService', () => {
+describe('TurnFeedService', () => {
   it("yields that turn's frames only, from the submit version, through an approval, and ends after its terminal event", async () => {
     const { store, ephemeral, calls, service } = setup(async () => ({ turnId: 'u2', version: 2 }));
     await store.append(tenantId, stream, [started('u1'), approval('u1', 'p1')]);

@@ -2,7 +2,7 @@ import type { RecordedEvent } from '@keel/core';
 import { ValidationError } from '@keel/core';
 import type { ConversationEvent } from '@keel/events';
 
-/** One SSE frame of the turn stream / events feed (API.md "The turn stream (SSE)"). */
+/** One SSE frame of a feed, the events feed or a turn feed (API.md "The turn stream (SSE)"). */
 export interface FeedFrame {
   id: string;
   event: string;

@@ -4,7 +4,7 @@ import type { FeedFrame } from './feed-frames.js';
 import { renderFrame } from './feed-frames.js';
 import { isEphemeralFrame } from './feed-reader.js';
 
-/** Tunables of the SSE streams (tests shorten them). */
+/** Tunables of the feeds (tests shorten them). */
 export interface FeedSettings {
   /** Comment frames (`: ping`) this often keep proxies from closing an idle stream. */
   heartbeatMs: number;
@@ -18,7 +18,7 @@ export interface FeedSettings {
 export type FrameSource = (signal: AbortSignal) => AsyncIterable<FeedFrame>;
 
 /**
- * One open SSE response (the events feed, a turn stream): writes the SSE head, then every frame
+ * One open SSE response (the events feed, a turn feed): writes the SSE head, then every frame
  * of its source, with `: ping` heartbeats, until the source ends (a turn's terminal event) or the
  * client goes away. A slow client loses deltas, never durable events (it can resume from the
  * log). Closing the connection stops the reading only; it never touches the turn.

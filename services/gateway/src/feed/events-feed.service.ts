@@ -23,7 +23,11 @@ export const feedSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env): FeedS
   maxBufferedBytes: Number(readEnv('KEEL_SSE_MAX_BUFFERED_BYTES', env)),
 });
 
-/** Opens SSE streams (events feeds, turn streams) and closes those still open when the gateway shuts down. */
+/**
+ * Opens feeds and closes those still open when the gateway shuts down. The feed is one thing: a
+ * conversation's frames over SSE (durable events, then ephemeral deltas), seen two ways: the
+ * events feed (the conversation from a version on) and a turn feed (one turn; API.md's "turn stream").
+ */
 @Injectable()
 export class EventsFeedService implements BeforeApplicationShutdown {
   private readonly open = new Set<FeedConnection>();
@@ -32,7 +36,7 @@ export class EventsFeedService implements BeforeApplicationShutdown {
     @Inject(KEEL_INFRA) private readonly infra: Infrastructure,
     @Inject(FEED_SETTINGS) private readonly settings: FeedSettings,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
-    /** Counts the open streams (the service's metrics). */
+    /** Counts the open feeds (the service's metrics). */
     @Optional()
     @Inject(KEEL_SERVICE_METRICS)
     private readonly metrics?: { sseOpened(): () => void },
@@ -91,7 +95,7 @@ export class EventsFeedService implements BeforeApplicationShutdown {
     }
   }
 
-  /** Ends every open stream, so the HTTP server can close (clients resume from the log). */
+  /** Ends every open feed, so the HTTP server can close (clients resume from the log). */
   beforeApplicationShutdown(): void {
     for (const connection of this.open) connection.stop();
   }
