@@ -1,10 +1,118 @@
-export * from './errors/index.js';
-export * from './typing/index.js';
-export * from './event-store/index.js';
-export * from './bus/index.js';
-export * from './decider/index.js';
-export * from './outbox/index.js';
-export * from './rate-limit/index.js';
-export * from './idempotency/index.js';
-export * from './time/index.js';
-export * from './logging/index.js';
+export type { KeelErrorCode, KeelErrorKind } from './errors/index.js';
+export {
+  AlreadyExistsError,
+  BudgetExceededError,
+  ConcurrencyError,
+  ConflictError,
+  EventTooLargeError,
+  KEEL_ERROR_KIND_KEY,
+  KeelError,
+  NotFoundError,
+  PermissionDeniedError,
+  PreconditionError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  ValidationError,
+  isRetryable,
+  kindOf,
+  messageOf,
+} from './errors/index.js';
+export type {
+  Actor,
+  EventData,
+  EventMetadata,
+  EventOfType,
+  RecordedEvent,
+  StreamNameParts,
+} from './typing/index.js';
+export {
+  assertTenantId,
+  canonicalJson,
+  exceedsJsonDepth,
+  hasOwnKey,
+  isEvent,
+  ownValue,
+  parseStreamName,
+  streamName,
+  uuidv7,
+  withOwn,
+} from './typing/index.js';
+export type {
+  AppendOptions,
+  AppendResult,
+  AppendWatch,
+  EventStore,
+  EventStoreAdapter,
+  ExpectedVersion,
+  LogSequencer,
+  PreparedEvent,
+  ReadAllOptions,
+  ReadAllPage,
+  ReadStreamOptions,
+  SequenceOptions,
+  Snapshot,
+  SnapshotStore,
+  TenantScope,
+  Upcaster,
+} from './event-store/index.js';
+export {
+  AppendSignal,
+  COMMIT_SIZE_LIMIT_BYTES,
+  EVENT_SIZE_LIMIT_BYTES,
+  InMemoryEventStore,
+  Upcasters,
+  prepareAppend,
+  versionMismatch,
+} from './event-store/index.js';
+export type {
+  Consumer,
+  ConsumerFilter,
+  ConsumerOptions,
+  DeadLetter,
+  DeadLetterStore,
+  Delivery,
+  DeliveryObserver,
+  DeliveryOutcome,
+  EphemeralChannel,
+  EphemeralKind,
+  EphemeralMessage,
+  EphemeralScope,
+  EphemeralSubscription,
+  EphemeralTopic,
+  EventBus,
+  EventHandler,
+  InMemoryEventBusOptions,
+  Inbox,
+} from './bus/index.js';
+export {
+  InMemoryDeadLetters,
+  InMemoryEphemeralChannel,
+  InMemoryEventBus,
+  InMemoryInbox,
+  checkEphemeralTopic,
+} from './bus/index.js';
+export type {
+  CommandHandlerOptions,
+  Decider,
+  Evolver,
+  HandleOptions,
+  HandledCommand,
+  LoadedState,
+} from './decider/index.js';
+export { CommandHandler, asDecided, fold, foldRecorded } from './decider/index.js';
+export type {
+  CheckpointStore,
+  LeaseStore,
+  OutboxRelayOptions,
+  RelayStats,
+  RelayWakeups,
+} from './outbox/index.js';
+export { InMemoryCheckpointStore, InMemoryLeaseStore, OutboxRelay } from './outbox/index.js';
+export type { RateLimitDecision, RateLimitPolicy, RateLimiter } from './rate-limit/index.js';
+export { InMemoryRateLimiter, decisionOf, unlimited, windowOf } from './rate-limit/index.js';
+export type { IdempotencyClaim, IdempotencyStore } from './idempotency/index.js';
+export { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS, InMemoryIdempotencyStore } from './idempotency/index.js';
+export { sleep } from './time/index.js';
+export type { LogPort } from './logging/index.js';
+export { stderrLog } from './logging/index.js';

@@ -1,1 +1,20 @@
-export * from './keel-error.js';
+export type { KeelErrorCode, KeelErrorKind } from './keel-error.js';
+export {
+  AlreadyExistsError,
+  BudgetExceededError,
+  ConcurrencyError,
+  ConflictError,
+  EventTooLargeError,
+  KEEL_ERROR_KIND_KEY,
+  KeelError,
+  NotFoundError,
+  PermissionDeniedError,
+  PreconditionError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  ValidationError,
+  isRetryable,
+  kindOf,
+  messageOf,
+} from './keel-error.js';

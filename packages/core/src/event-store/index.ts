@@ -1,6 +1,20 @@
-export * from './event-store.js';
-export * from './sequencing.js';
-export * from './upcasters.js';
-export * from './append-guard.js';
-export * from './in-memory-event-store.js';
-export * from './append-signal.js';
+export type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ExpectedVersion,
+  ReadAllOptions,
+  ReadAllPage,
+  ReadStreamOptions,
+  Snapshot,
+  SnapshotStore,
+  TenantScope,
+} from './event-store.js';
+export { COMMIT_SIZE_LIMIT_BYTES, EVENT_SIZE_LIMIT_BYTES } from './event-store.js';
+export type { AppendWatch, EventStoreAdapter, LogSequencer, SequenceOptions } from './sequencing.js';
+export type { Upcaster } from './upcasters.js';
+export { Upcasters } from './upcasters.js';
+export type { PreparedEvent } from './append-guard.js';
+export { prepareAppend, versionMismatch } from './append-guard.js';
+export { InMemoryEventStore } from './in-memory-event-store.js';
+export { AppendSignal } from './append-signal.js';

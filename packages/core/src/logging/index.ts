@@ -1,1 +1,2 @@
-export * from './log-port.js';
+export type { LogPort } from './log-port.js';
+export { stderrLog } from './log-port.js';

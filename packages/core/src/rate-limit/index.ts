@@ -1,2 +1,3 @@
-export * from './rate-limiter.js';
-export * from './in-memory-rate-limiter.js';
+export type { RateLimitDecision, RateLimitPolicy, RateLimiter } from './rate-limiter.js';
+export { decisionOf, unlimited, windowOf } from './rate-limiter.js';
+export { InMemoryRateLimiter } from './in-memory-rate-limiter.js';

@@ -1,2 +1,2 @@
-export * from './decider-spec.js';
-export * from './eventually.js';
+export { DeciderSpec } from './decider-spec.js';
+export { eventuallyTrue } from './eventually.js';
