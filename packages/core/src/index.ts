@@ -62,6 +62,7 @@ export {
   EVENT_SIZE_LIMIT_BYTES,
   InMemoryEventStore,
   Upcasters,
+  upcastingReads,
   prepareAppend,
   versionMismatch,
 } from './event-store/index.js';

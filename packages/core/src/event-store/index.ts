@@ -13,7 +13,7 @@ export type {
 export { COMMIT_SIZE_LIMIT_BYTES, EVENT_SIZE_LIMIT_BYTES } from './event-store.js';
 export type { AppendWatch, EventStoreAdapter, LogSequencer, SequenceOptions } from './sequencing.js';
 export type { Upcaster } from './upcasters.js';
-export { Upcasters } from './upcasters.js';
+export { Upcasters, upcastingReads } from './upcasters.js';
 export type { PreparedEvent } from './append-guard.js';
 export { prepareAppend, versionMismatch } from './append-guard.js';
 export { InMemoryEventStore } from './in-memory-event-store.js';

@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '../typing/index.js';
+import type { EventStore } from './event-store.js';
 
 /**
  * Lifts one stored shape of an event type to the current shape. Must return an event already in
@@ -32,3 +33,25 @@ export class Upcasters {
     return events.map((event) => this.upcast(event));
   }
 }
+
+/**
+ * The store, every event it reads (`read`, `readAll`) lifted by the upcasters: wrap a process's
+ * store once and its command handlers' loads and its readers see current shapes. Everything else
+ * (appends, the narrow ports, `instanceof`) is the store's own.
+ */
+export const upcastingReads = <S extends EventStore>(store: S, upcasters: Upcasters): S => {
+  const read: EventStore['read'] = async (tenantId, streamName, options) =>
+    upcasters.upcastAll(await store.read(tenantId, streamName, options));
+  const readAll: EventStore['readAll'] = async (options) => {
+    const page = await store.readAll(options);
+    return { ...page, events: upcasters.upcastAll(page.events) };
+  };
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'read') return read;
+      if (property === 'readAll') return readAll;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+};

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '../typing/index.js';
-import { Upcasters } from './upcasters.js';
+import { InMemoryEventStore } from './in-memory-event-store.js';
+import { Upcasters, upcastingReads } from './upcasters.js';
 
 const recorded = (type: string, data: Record<string, unknown>): RecordedEvent => ({
   eventId: `e-${type}`,
@@ -31,5 +32,28 @@ describe('upcasters', () => {
   it('answers an event as it is when no upcaster is registered for its type', () => {
     const event = recorded('Placed', { total: 3 });
     expect(new Upcasters().upcast(event)).toBe(event);
+  });
+});
+
+describe('upcastingReads', () => {
+  it('lifts what read and readAll return; appends and the rest stay the store', async () => {
+    const inner = new InMemoryEventStore();
+    const store = upcastingReads(
+      inner,
+      new Upcasters().register('Placed', (e) => ({ ...e, data: { ...(e.data as object), currency: 'EUR' } })),
+    );
+    await store.append('acme', 'order-1', [
+      { type: 'Placed', data: { total: 3 } },
+      { type: 'Shipped', data: {} },
+    ]);
+    expect((await store.read('acme', 'order-1')).map((e) => e.data)).toEqual([
+      { total: 3, currency: 'EUR' },
+      {},
+    ]);
+    const page = await store.readAll({ scope: 'all-tenants' });
+    expect(page.events.map((e) => e.data)).toEqual([{ total: 3, currency: 'EUR' }, {}]);
+    expect((await inner.read('acme', 'order-1'))[0]!.data).toEqual({ total: 3 });
+    expect(store).toBeInstanceOf(InMemoryEventStore);
+    expect(store.appendCount).toBe(1);
   });
 });
