@@ -42,7 +42,7 @@ describe('the architecture boundaries, as lint rules', () => {
 
   it('keeps @nats-io/* in the NATS adapters', async () => {
     const code = "import { connect } from '@nats-io/transport-node';\nexport const c = connect;\n";
-    expect(await refusals('services/gateway/src/stream/feed-reader.ts', code)).toEqual([
+    expect(await refusals('services/gateway/src/feed/feed-reader.ts', code)).toEqual([
       expect.stringMatching(/only the NATS adapters/),
     ]);
     expect(await refusals('packages/core/src/nats/nats-event-bus.ts', code)).toEqual([]);
