@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { appendBench } from './append.bench.js';
 import { auditConsumerBench } from './audit-consumer.bench.js';
+import { egressWebhookBench } from './egress-webhook.bench.js';
 import { gatewayStreamBench } from './gateway-stream.bench.js';
 import { outboxBench } from './outbox.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
@@ -21,6 +22,7 @@ const BENCHES: Bench[] = [
   rebuildBench,
   outboxBench,
   toolRoundtripBench,
+  egressWebhookBench,
   stepPersistenceBench,
   gatewayStreamBench,
   usageQueryBench,
