@@ -191,9 +191,10 @@ describe('usage and audit through the gateway (gateway, agent, tools, audit as p
     await refused(`${ok}&groupBy=week`, acme.keys.viewer, 400, 'invalid_request', 'groupBy');
     await refused(`to=${day(1)}`, acme.keys.viewer, 400, 'invalid_request', 'from');
     await refused(`from=2026-02-30&to=2026-03-01`, acme.keys.viewer, 400, 'invalid_request', 'from');
-    // A tenant key may not name a tenant (not even its own); the operator must.
+    // A tenant key may not name a tenant (not even its own), nor group by tenant; the operator
+    // names one or reads every tenant (e2e/operator-routes.spec.ts).
     await refused(`${ok}&tenantId=${globex.id}`, acme.keys.viewer, 400, 'invalid_request', 'tenantId');
-    await refused(ok, platform.operatorKey, 400, 'invalid_request', 'tenantId');
+    await refused(`${ok}&groupBy=tenant`, acme.keys.viewer, 400, 'invalid_request', 'groupBy');
     await refused(`${ok}&tenantId=no-such-tenant`, platform.operatorKey, 404, 'not_found');
     await refused(ok, 'not-a-key', 401, 'unauthenticated');
   });

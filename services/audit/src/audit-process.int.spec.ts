@@ -132,7 +132,7 @@ describe('the audit service process', () => {
           c: 10 + Math.floor(next() * 90),
           cost: i === 1 && t % 7 === 0 ? null : Math.round(next() * 1e5) / 1e7,
         }));
-        usage.forEach((u, i) => raw.push({ tenantId, user, model, ...u, first: i === 0 }));
+        usage.forEach((u, i) => raw.push({ tenantId, user, model, agent: 'support', ...u, first: i === 0 }));
         tasks.push(() =>
           store.append(tenantId, `conversation-c${t}`, turn(`turn-${t}`, user, model, 'support', usage)),
         );

@@ -6,6 +6,7 @@ import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js
 import { AuditController } from './audit/audit.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
 import { Authenticator } from './auth/authenticator.js';
+import { MeController } from './auth/me.controller.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
 import { ConfigController } from './config/config.controller.js';
 import { ConversationsController } from './conversations/conversations.controller.js';
@@ -29,12 +30,14 @@ import { TenantRegistryService } from './tenants/tenant-registry.service.js';
 import { TenantsController } from './tenants/tenants.controller.js';
 import { AuditServiceClient, auditAddressFromEnv } from './usage/audit-service.client.js';
 import { UsageController } from './usage/usage.controller.js';
+import { UsageReader } from './usage/usage-reader.js';
 import { UsageGrpcController } from './usage/usage.grpc.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
   controllers: [
     HealthController,
+    MeController,
     TenantsController,
     KeysController,
     ConfigController,
@@ -77,6 +80,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     KeyUsage,
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
     { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },
+    UsageReader,
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
     EventsFeedService,
     TurnFeedService,

@@ -8,6 +8,7 @@ export interface RawUsage {
   at: number;
   user: string;
   model: string;
+  agent: string;
   p: number;
   c: number;
   cost: number | null;
@@ -26,20 +27,21 @@ const localDay = (at: number, tz: string): string => {
 /** The usage answer computed from raw events: those whose local day in `tz` is within `from`..`to`. */
 export const bruteForceUsage = (
   raw: readonly RawUsage[],
-  tenantId: string,
+  tenantId: string | readonly string[],
   from: string,
   to: string,
   tz: string,
-  groupBy: 'day' | 'model' | 'user',
+  groupBy: 'day' | 'model' | 'user' | 'agent' | 'tenant',
 ) => {
+  const tenants = typeof tenantId === 'string' ? [tenantId] : tenantId;
   type Sum = { p: number; c: number; cost: number; turns: number };
   const rows = new Map<string, Sum>();
   const totals: Sum = { p: 0, c: 0, cost: 0, turns: 0 };
   for (const u of raw) {
-    if (u.tenantId !== tenantId) continue;
+    if (!tenants.includes(u.tenantId)) continue;
     const day = localDay(u.at, tz);
     if (day < from || day > to) continue;
-    const key = groupBy === 'day' ? day : groupBy === 'model' ? u.model : u.user;
+    const key = groupBy === 'day' ? day : groupBy === 'tenant' ? u.tenantId : u[groupBy];
     const row = rows.get(key) ?? { p: 0, c: 0, cost: 0, turns: 0 };
     for (const target of [row, totals]) {
       target.p += u.p;

@@ -18,8 +18,8 @@ export interface MonthBody {
 }
 
 /**
- * Body of a tenant × UTC day × dimension rollup (`user` or `model`), the finest grain: per
- * 15-minute bucket (0–95), the totals of each user (or model) id. Read for the ragged edges of a
+ * Body of a tenant × UTC day × dimension rollup (`user`, `model` or `agent`), the finest grain:
+ * per 15-minute bucket (0–95), the totals of each user (model, agent) id. Read for the ragged edges of a
  * range cut in a zone, only the dimension the query groups by.
  */
 export interface DayBody {
@@ -27,10 +27,14 @@ export interface DayBody {
 }
 
 /** The dimensions a day document details. */
-export type DayDimension = 'user' | 'model';
+export type DayDimension = 'user' | 'model' | 'agent';
 
-/** The dimensions, in the order their documents are written. */
-export const DAY_DIMENSIONS: readonly DayDimension[] = ['user', 'model'];
+/**
+ * The dimensions, in the order their documents are written. `agent` day documents exist for usage
+ * projected since they were added: a by-agent query over older days a zone cuts counts only the
+ * whole UTC days (the month documents have had `a` from the start).
+ */
+export const DAY_DIMENSIONS: readonly DayDimension[] = ['user', 'model', 'agent'];
 
 /** A rollup document: its id, tenant, the global log position it includes events up to, and its body. */
 export interface RollupDoc<Body> {

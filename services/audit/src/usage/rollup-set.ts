@@ -49,7 +49,7 @@ export class RollupSet {
       const day = dayIdOf(fact.tenantId, fact.at, dimension);
       const dayDoc = this.doc(this.days, day, fact.tenantId, (): DayBody => ({ q: {} }));
       if (position > dayDoc.pos) {
-        addAt((dayDoc.body.q[quarter] ??= {}), dimension === 'user' ? fact.user : fact.model, fact.totals);
+        addAt((dayDoc.body.q[quarter] ??= {}), fact[dimension], fact.totals);
         this.changedDays.add(day);
       }
     }

@@ -52,7 +52,7 @@ const dayIndexOf = (starts: readonly number[], q: number): number => {
 /**
  * Answers a usage query from the rollups: the range is the local days `from`..`to` in `tz`, cut
  * at 15-minute buckets, which every offset in use is a multiple of. Totals and per-day rows come
- * from the month documents' buckets; per-model and per-user rows from their per-day totals for
+ * from the month documents' buckets; per-model, per-user and per-agent rows from their per-day totals for
  * UTC days wholly inside the range, and from the buckets of the day documents of that dimension
  * for the (at most two) UTC days the range cuts.
  */
@@ -86,7 +86,8 @@ export const answerUsage = async (reader: RollupReader, query: UsageQuery): Prom
       if (query.groupBy === 'day') addInto(byDay[dayIndexOf(starts, q)]!, value);
     }
     if (whole && query.groupBy !== 'day') {
-      for (const [key, value] of Object.entries(query.groupBy === 'model' ? entry.m : entry.u)) {
+      const perKey = { model: entry.m, user: entry.u, agent: entry.a ?? {} }[query.groupBy];
+      for (const [key, value] of Object.entries(perKey)) {
         addAt(byKey, key, value);
       }
     }

@@ -2,7 +2,12 @@ import { ValidationError } from '@keel/core';
 import { daysInclusive, isKnownTimeZone, utcDateOf, utcMidnight } from './time-zones.js';
 
 /** How usage rows are keyed. */
-export type UsageGroupBy = 'day' | 'model' | 'user';
+export type UsageGroupBy = 'day' | 'model' | 'user' | 'agent';
+
+/** How usage rows are keyed when several tenants are read as one: also by tenant. */
+export type UsageAcrossGroupBy = UsageGroupBy | 'tenant';
+
+const GROUPINGS: readonly string[] = ['day', 'model', 'user', 'agent'];
 
 /** A checked usage query. */
 export interface UsageQuery {
@@ -52,8 +57,8 @@ export const checkUsageQuery = (input: {
   if (tz.length > 64 || !isKnownTimeZone(tz))
     fail('tz', `is not a known IANA time zone: ${JSON.stringify(tz)}`);
   const groupBy = input.groupBy || 'day';
-  if (groupBy !== 'day' && groupBy !== 'model' && groupBy !== 'user') {
-    fail('groupBy', `must be day, model or user, got ${JSON.stringify(groupBy)}`);
+  if (!GROUPINGS.includes(groupBy)) {
+    fail('groupBy', `must be day, model, user or agent, got ${JSON.stringify(groupBy)}`);
   }
   return { tenantId: input.tenantId, from, to, tz, groupBy: groupBy as UsageGroupBy };
 };

@@ -7,13 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { AuditProjector } from '../projection/audit-projector.js';
 import { InMemoryAuditStorage } from '../storage/in-memory-audit-storage.js';
 import type { RawUsage } from '../testing/usage-brute-force.js';
+import { answerUsageAcross } from './usage-across.js';
 import { bruteForceUsage } from '../testing/usage-brute-force.js';
 import { localDateOf, nextDate } from './time-zones.js';
 import { checkUsageQuery } from './usage-request.js';
 import { answerUsage } from './usage-query.js';
 
 const ZONES = ['UTC', 'America/Los_Angeles', 'Asia/Kolkata', 'Asia/Kathmandu', 'Europe/Berlin'];
-const TENANTS = ['acme', 'globex'];
+const TENANTS: readonly string[] = ['acme', 'globex'];
 const USERS = ['u-1', 'u-2', 'u.3$', 'constructor', '__proto__', 'toString'];
 const MODELS = ['openai:gpt-4o-mini', 'anthropic:claude-3-5-haiku'];
 const START = Date.parse('2026-02-25T00:00:00Z'); // spans the LA DST change of 2026-03-08
@@ -61,6 +62,7 @@ const scriptedLog = (seed: number, turns: number): { events: RecordedEvent[]; ra
     const tenantId = pick(TENANTS);
     const user = pick(USERS);
     const model = pick(MODELS);
+    const agent = pick(['a1', 'a2']);
     const stream = `conversation-c${t}`;
     const turnId = `turn-${t}`;
     const system = { keyId: 'system:agent', role: 'admin', userId: 'system:agent' };
@@ -79,7 +81,7 @@ const scriptedLog = (seed: number, turns: number): { events: RecordedEvent[]; ra
       stream,
       2,
       'TurnStarted',
-      { turnId, agent: { agentId: pick(['a1', 'a2']), model, maxSteps: 8 } },
+      { turnId, agent: { agentId: agent, model, maxSteps: 8 } },
       { keyId: 'k1', role: 'editor', userId: user },
       at,
     );
@@ -109,7 +111,7 @@ const scriptedLog = (seed: number, turns: number): { events: RecordedEvent[]; ra
         system,
         at,
       );
-      raw.push({ tenantId, at, user, model, ...usage, first: step === 1 });
+      raw.push({ tenantId, at, user, model, agent, ...usage, first: step === 1 });
     }
     push(tenantId, stream, 3 + steps, 'TurnCompleted', { turnId, finishReason: 'stop', at: '' }, system, at);
   }
@@ -146,7 +148,7 @@ describe('usage rollups', () => {
         const a = localDateOf(START + Math.floor(rnd() * SPAN_MS), 'UTC');
         const b = localDateOf(START + Math.floor(rnd() * SPAN_MS), 'UTC');
         const [from, to] = a <= b ? [a, b] : [b, a];
-        for (const groupBy of ['day', 'model', 'user'] as const) {
+        for (const groupBy of ['day', 'model', 'user', 'agent'] as const) {
           for (const tenantId of TENANTS) {
             const answer = await answerUsage(storage, checkUsageQuery({ tenantId, from, to, tz, groupBy }));
             expect(answer, `${tenantId} ${from}..${to} ${tz} by ${groupBy}`).toEqual(
@@ -157,7 +159,7 @@ describe('usage rollups', () => {
         }
       }
     }
-    expect(checked).toBe(ZONES.length * 12 * 3 * 2);
+    expect(checked).toBe(ZONES.length * 12 * 4 * 2);
     // The whole span: the totals are all of the tenant's usage.
     const all = await answerUsage(
       storage,
@@ -167,6 +169,31 @@ describe('usage rollups', () => {
     expect(all.totals.promptTokens).toBe(acme.reduce((s, u) => s + u.p, 0));
     expect(all.totals.turns).toBe(acme.filter((u) => u.first).length);
   }, 60_000);
+
+  it('reads several tenants as one: by tenant and merged by any grouping, as the brute-force sum', async () => {
+    const { events, raw } = scriptedLog(11, 600);
+    const storage = await project(events, [250]);
+    for (const groupBy of ['tenant', 'day', 'model', 'user', 'agent'] as const) {
+      for (const tz of ['UTC', 'America/Los_Angeles', 'Asia/Kathmandu']) {
+        const answer = await answerUsageAcross(storage, TENANTS, {
+          from: '2026-02-25',
+          to: '2026-03-18',
+          tz,
+          groupBy,
+        });
+        expect(answer, `${tz} by ${groupBy}`).toEqual(
+          bruteForceUsage(raw, TENANTS, '2026-02-25', '2026-03-18', tz, groupBy),
+        );
+      }
+    }
+    const byTenant = await answerUsageAcross(storage, [...TENANTS, 'no-usage'], {
+      from: '2026-02-20',
+      to: '2026-03-31',
+      tz: 'UTC',
+      groupBy: 'tenant',
+    });
+    expect(byTenant.rows.map((row) => row.key)).toEqual([...TENANTS].sort());
+  });
 
   it('cuts the DST days of Los Angeles at their own midnights (23 and 25 hours)', async () => {
     const { events, raw } = scriptedLog(9, 800);
@@ -243,7 +270,7 @@ describe('usage query checks', () => {
     [{ tz: 'Mars/Olympus_Mons' }, /^tz /],
     [{ from: '2026-02-01' }, /^from must not be after to/],
     [{ from: '2016-01-01' }, /^to the range covers 3684 days/],
-    [{ groupBy: 'week' }, /^groupBy must be day, model or user/],
+    [{ groupBy: 'week' }, /^groupBy must be day, model, user or agent/],
     [{ from: '2026-02-30' }, /^from is not a calendar date/],
     [{ to: '26-01-31' }, /^to must be a date YYYY-MM-DD/],
   ])('refuses %o naming the field', (change, message) => {

@@ -4,6 +4,7 @@ import { Reflector } from '@nestjs/core';
 import { throwDeferredBodyError } from '../http/deferred-body.js';
 import { KeyUsage } from '../tenants/key-usage.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
+import { ACTING_TENANT_HEADER, actingPrincipal } from './acting-tenant.js';
 import { Authenticator, assertAdmitted } from './authenticator.js';
 import { OPERATOR_KEY } from './operator-key.js';
 import type { AuthenticatedRequest, RouteRole } from './principal.js';
@@ -17,7 +18,8 @@ const single = (value: string | string[] | undefined): string | undefined =>
  * operator key (compared in constant time) or a tenant key, found by its SHA-256 in the tenant
  * directory after catching up with the registry, so a revoked key fails on its next request.
  * Missing, unknown or revoked: 401. Then `@Roles(...)`: a role not admitted is 403. The key lookup
- * is the Authenticator's, shared with the gRPC services. Only then is a body that could not be
+ * is the Authenticator's, shared with the gRPC services. `X-Keel-Tenant` lets the operator act as
+ * one tenant's admin (see actingPrincipal). Only then is a body that could not be
  * parsed answered (400/415): a caller without a valid key learns nothing but 401.
  */
 @Injectable()
@@ -26,7 +28,7 @@ export class AuthGuard implements CanActivate {
 
   constructor(
     @Inject(Reflector) private readonly reflector: Reflector,
-    @Inject(TenantDirectory) directory: TenantDirectory,
+    @Inject(TenantDirectory) private readonly directory: TenantDirectory,
     @Inject(OPERATOR_KEY) operatorKey: string | undefined,
     @Optional() @Inject(KeyUsage) usage?: KeyUsage,
   ) {
@@ -45,9 +47,15 @@ export class AuthGuard implements CanActivate {
       single(request.headers.authorization),
       single(request.headers['x-keel-user']),
     );
-    request.principal = principal;
     const roles = this.reflector.getAllAndOverride<RouteRole[] | undefined>(ROLES_KEY, targets);
-    if (roles) assertAdmitted(roles, principal);
+    const acting = await actingPrincipal(
+      principal,
+      single(request.headers[ACTING_TENANT_HEADER]),
+      roles,
+      this.directory,
+    );
+    request.principal = acting;
+    if (roles) assertAdmitted(roles, acting);
     throwDeferredBodyError(request);
     return true;
   }

@@ -1,6 +1,7 @@
 import {
   InMemoryCheckpointStore,
   InMemoryEventStore,
+  NotFoundError,
   PermissionDeniedError,
   UnauthenticatedError,
   ValidationError,
@@ -36,11 +37,12 @@ const contextFor = (route: keyof Routes, request: AuthenticatedRequest): Executi
     switchToHttp: () => ({ getRequest: () => request }),
   }) as unknown as ExecutionContext;
 
-const requestWith = (key?: string, user?: string): AuthenticatedRequest => ({
+const requestWith = (key?: string, user?: string, tenant?: string): AuthenticatedRequest => ({
   id: 'req-1',
   headers: {
     ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
     ...(user !== undefined ? { 'x-keel-user': user } : {}),
+    ...(tenant !== undefined ? { 'x-keel-tenant': tenant } : {}),
   },
 });
 
@@ -81,6 +83,37 @@ describe('AuthGuard', () => {
       UnauthenticatedError,
     );
     await expect(check('editors', requestWith(OPERATOR_KEY))).rejects.toBeInstanceOf(PermissionDeniedError);
+  });
+
+  it('lets the operator act as a tenant admin with X-Keel-Tenant, and a tenant key never', async () => {
+    expect(await check('editors', requestWith(OPERATOR_KEY, undefined, tenantId))).toEqual({
+      kind: 'tenant',
+      tenantId,
+      keyId: 'operator',
+      role: 'admin',
+      userId: 'operator',
+      actingOperator: true,
+    });
+    // Operator-only routes stay the operator's; an unknown tenant is 404 on every route.
+    expect(await check('operatorOnly', requestWith(OPERATOR_KEY, undefined, tenantId))).toMatchObject({
+      kind: 'operator',
+    });
+    for (const route of ['readers', 'operatorOnly'] as const) {
+      await expect(check(route, requestWith(OPERATOR_KEY, undefined, 'tn_nope'))).rejects.toBeInstanceOf(
+        NotFoundError,
+      );
+    }
+    const other = (await registry.createTenant('Globex', metadata)).id;
+    const admin = await registry.issueKey(tenantId, 'admin', undefined, metadata);
+    expect(await check('readers', requestWith(admin.key, undefined, tenantId))).toMatchObject({
+      tenantId,
+      keyId: admin.id,
+    });
+    for (const named of [other, 'tn_nope']) {
+      await expect(check('readers', requestWith(admin.key, undefined, named))).rejects.toBeInstanceOf(
+        PermissionDeniedError,
+      );
+    }
   });
 
   it('refuses a missing, malformed or unknown key with 401, and lets public routes through', async () => {

@@ -6,7 +6,15 @@ import type { KeyRole } from '../tenants/tenant-registry.events.js';
 /** Who is calling: the operator, or a tenant key with its role. */
 export type Principal =
   | { kind: 'operator'; keyId: 'operator'; role: 'operator'; userId: string }
-  | { kind: 'tenant'; tenantId: string; keyId: string; role: KeyRole; userId: string };
+  | {
+      kind: 'tenant';
+      tenantId: string;
+      keyId: string;
+      role: KeyRole;
+      userId: string;
+      /** Set when the operator key acts as this tenant's admin (`X-Keel-Tenant`); keyId is then `operator`. */
+      actingOperator?: true;
+    };
 
 /** A role a route may require (API.md Roles). */
 export type RouteRole = 'operator' | KeyRole;

@@ -1,10 +1,12 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { Metadata as GrpcMetadata } from '@grpc/grpc-js';
 import { Inject, Injectable } from '@nestjs/common';
+import { ACTING_TENANT_HEADER, actingPrincipal } from '../auth/acting-tenant.js';
 import { Authenticator, assertAdmitted } from '../auth/authenticator.js';
 import type { Principal, RouteRole } from '../auth/principal.js';
 import { REQUEST_ID_HEADER, requestIdOf } from '../http/request-id.js';
 import { RateLimitService } from '../rate-limit/rate-limit.service.js';
+import { TenantDirectory } from '../tenants/tenant-directory.js';
 
 /** Who called a gRPC method and under which request id (the correlation id of what it causes). */
 export interface GrpcCaller {
@@ -25,7 +27,8 @@ const first = (metadata: Metadata | undefined, key: string): string | undefined 
 /**
  * The gRPC edge's equivalent of the HTTP AuthGuard + RateLimitGuard: the same keys in
  * `authorization` metadata (`Bearer <key>`), the acting user from the request's
- * `acting_user_id` or `x-keel-user` metadata, the same roles, then the key's rate limit; the
+ * `acting_user_id` or `x-keel-user` metadata, the operator acting for a tenant with
+ * `x-keel-tenant` as over HTTP, the same roles, then the key's rate limit; the
  * request id from `x-request-id` (or a fresh one), echoed in the response headers.
  */
 @Injectable()
@@ -33,6 +36,7 @@ export class GrpcCallerResolver {
   constructor(
     @Inject(Authenticator) private readonly authenticator: Authenticator,
     @Inject(RateLimitService) private readonly limits: RateLimitService,
+    @Inject(TenantDirectory) private readonly directory: TenantDirectory,
   ) {}
 
   /** Authenticates, checks `roles` for `method`, counts the call; throws the KeelError that says why not. */
@@ -52,8 +56,14 @@ export class GrpcCallerResolver {
       fromRequest ?? first(metadata, 'x-keel-user'),
       fromRequest !== undefined ? 'acting_user_id' : 'x-keel-user',
     );
-    assertAdmitted(roles, principal, method);
-    await this.limits.check(principal);
-    return { principal, requestId };
+    const acting = await actingPrincipal(
+      principal,
+      first(metadata, ACTING_TENANT_HEADER),
+      roles,
+      this.directory,
+    );
+    assertAdmitted(roles, acting, method);
+    await this.limits.check(acting);
+    return { principal: acting, requestId };
   }
 }

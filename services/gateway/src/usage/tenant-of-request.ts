@@ -15,7 +15,8 @@ export const tenantOfRequest = async (
   if (tenantId !== undefined && typeof tenantId !== 'string')
     return fail('tenantId', 'tenantId must be given once');
   if (caller.kind === 'tenant') {
-    if (tenantId !== undefined) {
+    // The operator acting for a tenant (X-Keel-Tenant) may still name that same tenant.
+    if (tenantId !== undefined && !(caller.actingOperator && tenantId === caller.tenantId)) {
       return fail('tenantId', 'tenantId is for the operator key only: a tenant key reads its own tenant');
     }
     return caller.tenantId;

@@ -24,6 +24,10 @@ export enum GroupBy {
   MODEL = 2,
   /** USER - One row per acting user id. */
   USER = 3,
+  /** AGENT - One row per agent id. */
+  AGENT = 4,
+  /** TENANT - One row per tenant id (across the tenants read; operator only at the gateway). */
+  TENANT = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -41,6 +45,12 @@ export function groupByFromJSON(object: any): GroupBy {
     case 3:
     case "GROUP_BY_USER":
       return GroupBy.USER;
+    case 4:
+    case "GROUP_BY_AGENT":
+      return GroupBy.AGENT;
+    case 5:
+    case "GROUP_BY_TENANT":
+      return GroupBy.TENANT;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -58,6 +68,10 @@ export function groupByToJSON(object: GroupBy): string {
       return "GROUP_BY_MODEL";
     case GroupBy.USER:
       return "GROUP_BY_USER";
+    case GroupBy.AGENT:
+      return "GROUP_BY_AGENT";
+    case GroupBy.TENANT:
+      return "GROUP_BY_TENANT";
     case GroupBy.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -76,9 +90,15 @@ export interface GetUsageRequest {
   groupBy: GroupBy;
   /**
    * The tenant to read. At the gateway: operator key only (required then), empty for tenant
-   * keys. At the audit service: always set, by the gateway.
+   * keys. At the audit service: this or `tenant_ids` is set, by the gateway.
    */
   tenantId: string;
+  /**
+   * Several tenants read as one (the operator's usage across tenants): totals and rows sum them.
+   * At the gateway: ignored (an operator leaving `tenant_id` empty reads every tenant). At the
+   * audit service: used when `tenant_id` is empty, at most 1000 ids.
+   */
+  tenantIds: string[];
 }
 
 /** Response of GetUsage. */
@@ -103,9 +123,9 @@ export interface UsageTotals {
   turns: number;
 }
 
-/** Usage of one group (a day, a model or a user). */
+/** Usage of one group (a day, a model, a user, an agent or a tenant). */
 export interface UsageRow {
-  /** The group key: `YYYY-MM-DD`, `provider:model` or a user id. */
+  /** The group key: `YYYY-MM-DD`, `provider:model`, a user id, an agent id or a tenant id. */
   key: string;
   /** Prompt (input) tokens. */
   promptTokens: number;
@@ -120,7 +140,7 @@ export interface UsageRow {
 export const KEEL_USAGE_V1_PACKAGE_NAME = "keel.usage.v1";
 
 function createBaseGetUsageRequest(): GetUsageRequest {
-  return { from: "", to: "", tz: "", groupBy: 0, tenantId: "" };
+  return { from: "", to: "", tz: "", groupBy: 0, tenantId: "", tenantIds: [] };
 }
 
 export const GetUsageRequest: MessageFns<GetUsageRequest> = {
@@ -139,6 +159,9 @@ export const GetUsageRequest: MessageFns<GetUsageRequest> = {
     }
     if (message.tenantId !== "") {
       writer.uint32(42).string(message.tenantId);
+    }
+    for (const v of message.tenantIds) {
+      writer.uint32(50).string(v!);
     }
     return writer;
   },
@@ -196,6 +219,14 @@ export const GetUsageRequest: MessageFns<GetUsageRequest> = {
             message.tenantId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.tenantIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -223,6 +254,11 @@ export const GetUsageRequest: MessageFns<GetUsageRequest> = {
         : isSet(object.tenant_id)
         ? globalThis.String(object.tenant_id)
         : "",
+      tenantIds: globalThis.Array.isArray(object?.tenantIds)
+        ? object.tenantIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.tenant_ids)
+        ? object.tenant_ids.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -243,6 +279,9 @@ export const GetUsageRequest: MessageFns<GetUsageRequest> = {
     if (message.tenantId !== "") {
       obj.tenantId = message.tenantId;
     }
+    if (message.tenantIds?.length) {
+      obj.tenantIds = message.tenantIds;
+    }
     return obj;
   },
 
@@ -256,6 +295,7 @@ export const GetUsageRequest: MessageFns<GetUsageRequest> = {
     message.tz = object.tz ?? "";
     message.groupBy = object.groupBy ?? 0;
     message.tenantId = object.tenantId ?? "";
+    message.tenantIds = object.tenantIds?.map((e) => e) || [];
     return message;
   },
 };
@@ -622,13 +662,14 @@ export const UsageRow: MessageFns<UsageRow> = {
 };
 
 /**
- * Token and cost usage of a tenant, rolled up by day, model or user.
+ * Token and cost usage of a tenant (or of several), rolled up by day, model, user, agent or tenant.
  *
  * Served twice. The gateway's public gRPC server authenticates with an API key in the
  * `authorization` metadata: a tenant key (viewer or above) reads its own tenant and leaves
- * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`. The gateway then
- * calls the audit service's UsageService (internal network only), which trusts `tenant_id` as
- * given and requires it.
+ * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`, or every tenant when
+ * it is empty. The gateway then
+ * calls the audit service's UsageService (internal network only), which trusts `tenant_id` (or
+ * `tenant_ids`) as given and requires one of them.
  */
 
 export interface UsageServiceClient {
@@ -642,13 +683,14 @@ export interface UsageServiceClient {
 }
 
 /**
- * Token and cost usage of a tenant, rolled up by day, model or user.
+ * Token and cost usage of a tenant (or of several), rolled up by day, model, user, agent or tenant.
  *
  * Served twice. The gateway's public gRPC server authenticates with an API key in the
  * `authorization` metadata: a tenant key (viewer or above) reads its own tenant and leaves
- * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`. The gateway then
- * calls the audit service's UsageService (internal network only), which trusts `tenant_id` as
- * given and requires it.
+ * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`, or every tenant when
+ * it is empty. The gateway then
+ * calls the audit service's UsageService (internal network only), which trusts `tenant_id` (or
+ * `tenant_ids`) as given and requires one of them.
  */
 
 export interface UsageServiceController {
@@ -684,13 +726,14 @@ export function UsageServiceControllerMethods() {
 export const USAGE_SERVICE_NAME = "UsageService";
 
 /**
- * Token and cost usage of a tenant, rolled up by day, model or user.
+ * Token and cost usage of a tenant (or of several), rolled up by day, model, user, agent or tenant.
  *
  * Served twice. The gateway's public gRPC server authenticates with an API key in the
  * `authorization` metadata: a tenant key (viewer or above) reads its own tenant and leaves
- * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`. The gateway then
- * calls the audit service's UsageService (internal network only), which trusts `tenant_id` as
- * given and requires it.
+ * `tenant_id` empty; the operator key reads the tenant named in `tenant_id`, or every tenant when
+ * it is empty. The gateway then
+ * calls the audit service's UsageService (internal network only), which trusts `tenant_id` (or
+ * `tenant_ids`) as given and requires one of them.
  */
 export type UsageServiceService = typeof UsageServiceService;
 export const UsageServiceService = {
