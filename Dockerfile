@@ -19,6 +19,8 @@ COPY services/agent/package.json services/agent/
 COPY services/tools/package.json services/tools/
 COPY services/audit/package.json services/audit/
 COPY services/pricing/package.json services/pricing/
+# npm start's composition (apps/dev) is not in the image; its package.json keeps the lockfile whole.
+COPY apps/dev/package.json apps/dev/
 RUN npm ci --no-audit --no-fund
 COPY proto proto
 COPY packages packages
@@ -40,6 +42,7 @@ COPY --from=build /app/services/agent/package.json services/agent/
 COPY --from=build /app/services/tools/package.json services/tools/
 COPY --from=build /app/services/audit/package.json services/audit/
 COPY --from=build /app/services/pricing/package.json services/pricing/
+COPY --from=build /app/apps/dev/package.json apps/dev/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/proto/dist proto/dist
 COPY --from=build /app/proto/keel proto/keel

@@ -14,6 +14,7 @@ export default defineConfig({
           include: [
             'packages/*/src/**/*.unit.spec.ts',
             'services/*/src/**/*.unit.spec.ts',
+            'apps/*/src/**/*.unit.spec.ts',
             'proto/test/**/*.unit.spec.ts',
             'deploy/**/*.unit.spec.ts',
           ],
@@ -23,7 +24,11 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'int',
-          include: ['packages/*/src/**/*.int.spec.ts', 'services/*/src/**/*.int.spec.ts'],
+          include: [
+            'packages/*/src/**/*.int.spec.ts',
+            'services/*/src/**/*.int.spec.ts',
+            'apps/*/src/**/*.int.spec.ts',
+          ],
           globalSetup: ['packages/testkit/src/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,

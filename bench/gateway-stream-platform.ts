@@ -222,7 +222,7 @@ export async function startDevPlatform(
     PRICING_GRPC_PORT: String(await freePort()),
   };
   env.PRICING_GRPC_URL = `127.0.0.1:${env.PRICING_GRPC_PORT}`;
-  const platform = await startService('platform', 'services/gateway/src/dev.ts', env, /dev mode ready/);
+  const platform = await startService('platform', 'apps/dev/src/main.ts', env, /dev mode ready/);
   try {
     const base = `http://127.0.0.1:${ports.http}`;
     const editorKey = await configureTenant(base, operatorKey, fakeUrl);

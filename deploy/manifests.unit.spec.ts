@@ -229,7 +229,7 @@ describe('docker-compose.yml and the Dockerfile', () => {
     );
     const workspaces = [
       'proto',
-      ...['packages', 'services'].flatMap((dir) =>
+      ...['packages', 'services', 'apps'].flatMap((dir) =>
         readdirSync(join(root, dir)).map((name) => `${dir}/${name}`),
       ),
     ].filter((dir) => existsSync(join(root, dir, 'package.json')));

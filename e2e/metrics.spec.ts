@@ -321,7 +321,7 @@ describe('metrics in the dev mode (npm start: five services, one process, one /m
     for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
     dev = await startProcess({
       name: 'dev',
-      entry: 'services/gateway/src/dev.ts',
+      entry: 'apps/dev/src/main.ts',
       env,
       readyLine: /^Ctrl-C stops it/,
       readyTimeoutMs: 60_000,

@@ -1,5 +1,5 @@
 // The README's 5-minute tour, run as written: its ```sh blocks marked `<!-- tour -->`, in order,
-// with bash and curl against `npm start` (services/gateway/src/dev.ts on the in-memory store and
+// with bash and curl against `npm start` (apps/dev/src/main.ts on the in-memory store and
 // bus, as after a fresh `npm install`). Two blocks are the user's own: the `export` line is the
 // one the banner printed, and the webhook is the test's (it checks Keel's signature).
 import { spawn } from 'node:child_process';
@@ -122,7 +122,7 @@ describe('the README tour', () => {
     gatewayGrpcPort = env.GATEWAY_GRPC_PORT ?? '';
     dev = await startProcess({
       name: 'npm-start',
-      entry: 'services/gateway/src/dev.ts',
+      entry: 'apps/dev/src/main.ts',
       env,
       readyLine: /^Ctrl-C stops it/,
     });

@@ -68,7 +68,11 @@ describe('the architecture boundaries, as lint rules', () => {
     expect(await refusals('services/tools/src/tools.module.ts', code)).toEqual([
       expect.stringMatching(/tools may not import agent/),
     ]);
-    // npm start's composition root is the one place that puts the five together.
-    expect(await refusals('services/gateway/src/dev.ts', code)).toEqual([]);
+    // The gateway too: npm start's composition lives outside every service (apps/dev), the one
+    // place that puts the five together.
+    expect(await refusals('services/gateway/src/main.ts', code)).toEqual([
+      expect.stringMatching(/gateway may not import agent/),
+    ]);
+    expect(await refusals('apps/dev/src/main.ts', code)).toEqual([]);
   });
 });

@@ -20,7 +20,7 @@ describe('dev mode (npm start)', () => {
     );
     const handle = await startProcess({
       name: 'dev',
-      entry: 'services/gateway/src/dev.ts',
+      entry: 'apps/dev/src/main.ts',
       env,
       readyLine: /dev mode ready/,
     });

@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { generateApiKey } from '../tenants/api-keys.js';
+import { generateApiKey } from '@keel/gateway';
 
 /** Where the dev mode keeps its admin key between starts when the store is persisted. */
 export const DEV_KEY_FILE = '.keel/dev-key';

@@ -1,16 +1,21 @@
 import type { EventMetadata, EventStore } from '@keel/core';
 import { AlreadyExistsError, CommandHandler, NotFoundError, foldRecorded } from '@keel/core';
-import type { AgentMessage } from '../config/config-requests.js';
-import type { AgentClient, CallContext } from '../agent-client/agent.client.js';
-import { hashApiKey } from '../tenants/api-keys.js';
-import type { TenantRegistry, TenantRegistryCommand } from '../tenants/tenant-registry.decider.js';
+import type {
+  AgentClient,
+  CallContext,
+  TenantRegistry,
+  TenantRegistryCommand,
+  TenantRegistryEvent,
+} from '@keel/gateway';
 import {
+  hashApiKey,
+  PLATFORM_TENANT_ID,
   registeredTenant,
   TENANT_REGISTRY_SNAPSHOT,
+  TENANT_REGISTRY_STREAM,
   tenantRegistryDecider,
-} from '../tenants/tenant-registry.decider.js';
-import type { TenantRegistryEvent } from '../tenants/tenant-registry.events.js';
-import { PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM } from '../tenants/tenant-registry.events.js';
+} from '@keel/gateway';
+import type { Agent } from '@keel/proto/keel/agent/v1/agent';
 
 /** The dev tenant's fixed id: a restart on a persisted store finds it instead of making another. */
 export const DEV_TENANT_ID = 'tn_dev';
@@ -94,7 +99,7 @@ export async function ensureDevSetup(options: {
       throw error;
     });
   if (current?.model !== model) {
-    const demo: Partial<AgentMessage> = {
+    const demo: Partial<Agent> = {
       agentId: DEV_AGENT_ID,
       model,
       instructions: 'You are the Keel dev demo agent. Use your tools for the time and for arithmetic.',

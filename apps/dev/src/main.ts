@@ -16,16 +16,14 @@ import {
   processMetrics,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
+import { createGatewayHttpAdapter, GATEWAY_GRPC_SERVICES, GatewayModule } from '@keel/gateway';
 import {
   announceDevMode,
   ensureDevEgressAllow,
   ensureDevOperatorKey,
   pointServicesAtEachOther,
-} from './dev/dev-start.js';
-import { devMasterKeyFile, ensureDevMasterKey } from './dev/dev-master-key.js';
-import { GatewayModule } from './gateway.module.js';
-import { GATEWAY_GRPC_SERVICES } from './grpc/grpc-services.js';
-import { createGatewayHttpAdapter } from './http/http-adapter.js';
+} from './dev-start.js';
+import { devMasterKeyFile, ensureDevMasterKey } from './dev-master-key.js';
 
 const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 'handleSignals'>[] = [
   {

@@ -17,7 +17,7 @@ const startFails = async (entry: string, env: Record<string, string>) => {
 
 describe('a bad environment stops the start', () => {
   it('npm start with a misspelt KEEL_* name exits 1 and suggests the right one', async () => {
-    const result = await startFails('services/gateway/src/dev.ts', { KEEL_AGENT_CONCURENCY: '4' });
+    const result = await startFails('apps/dev/src/main.ts', { KEEL_AGENT_CONCURENCY: '4' });
     expect(result.exit).toEqual({ code: 1, signal: null });
     expect(result.output).toContain(
       'KEEL_AGENT_CONCURENCY is not a Keel setting (did you mean KEEL_AGENT_CONCURRENCY?)',
@@ -53,7 +53,7 @@ describe('a bad environment stops the start', () => {
       ] as const) {
         const handle = await startProcess({
           name: 'port-taken',
-          entry: 'services/gateway/src/dev.ts',
+          entry: 'apps/dev/src/main.ts',
           env: { HOST: '127.0.0.1', GRPC_PORT: '', ...grpcPorts, ...extra },
         });
         expect(await handle.waitForExit(30_000)).toEqual({ code: 1, signal: null });

@@ -1,7 +1,6 @@
 import type { Infrastructure, KeelLogger, RunningService } from '@keel/runtime';
 import { DEV_EGRESS_ALLOW } from '@keel/runtime/egress';
-import { AgentClient } from '../agent-client/agent.client.js';
-import { generateApiKey } from '../tenants/api-keys.js';
+import { AgentClient, generateApiKey } from '@keel/gateway';
 import { devBanner } from './dev-banner.js';
 import type { DevMasterKeyOrigin } from './dev-master-key.js';
 import { DEV_KEY_FILE, resolveDevKey } from './dev-key.js';

@@ -63,7 +63,7 @@ describe('npm start on MongoDB and NATS, restarted', () => {
   const start = async (extra: Record<string, string> = {}) => {
     const handle = await startProcess({
       name: 'dev',
-      entry: 'services/gateway/src/dev.ts',
+      entry: 'apps/dev/src/main.ts',
       env: { ...env, ...extra },
       readyLine: /^Ctrl-C stops it/,
       readyTimeoutMs: 60_000,
@@ -184,7 +184,7 @@ describe('npm start on MongoDB and NATS without KEEL_MASTER_KEY, restarted', () 
   const start = async (extra: Record<string, string> = {}) => {
     const handle = await startProcess({
       name: 'dev',
-      entry: 'services/gateway/src/dev.ts',
+      entry: 'apps/dev/src/main.ts',
       env: { ...env, ...extra },
       readyLine: /^Ctrl-C stops it/,
       readyTimeoutMs: 60_000,
