@@ -87,7 +87,10 @@ describe('operator API (gateway process on MongoDB and NATS)', () => {
     const listed = await operator('GET', '/v1/tenants');
     expect(listed.status).toBe(200);
     expect(listed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-    expect(((await listed.json()) as { data: unknown[] }).data).toEqual([tenant]);
+    // No budget yet; no audit service runs beside this gateway, so its cost is unknown (null).
+    expect(((await listed.json()) as { data: unknown[] }).data).toEqual([
+      { ...tenant, monthlyUsd: null, costMonthUsd: null },
+    ]);
   });
 
   it('issues keys shown once (32+ random bytes), 404 for an unknown tenant', async () => {
@@ -147,7 +150,7 @@ describe('operator API (gateway process on MongoDB and NATS)', () => {
     expect((await expectProblem(budget, 400, 'invalid_request')).detail).toMatch(/monthlyUsd/);
     const tenants = ((await (await operator('GET', '/v1/tenants')).json()) as { data: unknown[] }).data;
     expect(tenants).toHaveLength(1);
-    expect(tenants[0]).not.toHaveProperty('monthlyUsd');
+    expect(tenants[0]).toMatchObject({ monthlyUsd: null });
   });
 
   it('answers a body over 1 MiB with 413 and an unknown route with 404, as problem+json', async () => {
@@ -179,7 +182,9 @@ describe('operator API (gateway process on MongoDB and NATS)', () => {
     expect(await gateway.kill('SIGTERM', 10_000)).toEqual({ code: 0, signal: null });
     gateway = await start();
     const tenants = ((await (await operator('GET', '/v1/tenants')).json()) as { data: unknown[] }).data;
-    expect(tenants).toEqual([{ id: tenantId, name: 'Acme', createdAt: expect.any(String), monthlyUsd: 25 }]);
+    expect(tenants).toEqual([
+      { id: tenantId, name: 'Acme', createdAt: expect.any(String), monthlyUsd: 25, costMonthUsd: null },
+    ]);
     await expectProblem(await call('GET', '/v1/tenants', { key: viewerKey }), 403, 'forbidden');
     await expectProblem(await call('GET', '/v1/tenants', { key: adminKey }), 401, 'unauthenticated');
   });
