@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { defaultConsoleDir, serveConsole } from '../console/console-assets.js';
 import { checkJsonTree, decodeUtf8Body } from './json-body.js';
 import { BodyDeferringFastifyAdapter, refuseOtherContentTypes } from './deferred-body.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
@@ -66,9 +67,10 @@ class GatewayFastifyAdapter extends BodyDeferringFastifyAdapter {
  * The gateway's Fastify adapter: a 1 MiB body limit, and the request id taken from
  * `X-Request-Id` (or generated) and echoed on every response, 404s and errors included, since
  * the hook runs before routing and body parsing. A body that cannot be parsed is answered only
- * after authentication (deferred-body.ts).
+ * after authentication (deferred-body.ts). The operator console's files are served at /console
+ * from `consoleDir` (console-assets.ts).
  */
-export const createGatewayHttpAdapter = (): FastifyAdapter => {
+export const createGatewayHttpAdapter = (consoleDir: string = defaultConsoleDir()): FastifyAdapter => {
   const adapter = new GatewayFastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
@@ -89,6 +91,7 @@ export const createGatewayHttpAdapter = (): FastifyAdapter => {
   useCheckedJsonBodies(adapter);
   refuseOtherContentTypes(adapter, BODY_LIMIT_BYTES);
   closeQuietConnectionsOnClose(adapter);
+  serveConsole(instance, consoleDir);
   return adapter;
 };
 

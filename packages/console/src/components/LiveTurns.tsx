@@ -1,0 +1,159 @@
+// Turns running now, live: the turns a durable events feed (the operator's, every tenant; or one
+// tenant's) shows, each with its latest state, newest first. A row opens the conversation.
+import { useQueryClient } from '@tanstack/react-query';
+import { useCallback, useState } from 'react';
+import { useLocation } from 'wouter';
+import { useFeed } from '../api/feed';
+import { useSession } from '../api/session';
+import type { FeedEvent } from '../api/types';
+import { formatUsd, shortId } from './format';
+import { ErrorNote, StatusBadge } from './status';
+
+interface TurnRow {
+  turnId: string;
+  tenantId: string | undefined;
+  conversationId: string;
+  status: string;
+  detail: string;
+  costUsd: number;
+  at: number;
+}
+
+const MAX_ROWS = 25;
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** The turn's row after one more event (undefined: the event says nothing of a turn). */
+const nextRow = (row: TurnRow | undefined, event: FeedEvent): TurnRow | undefined => {
+  const { data } = event;
+  const turnId = text(data.turnId) ?? row?.turnId;
+  const conversationId = text(data.conversationId) ?? row?.conversationId;
+  if (!turnId || !conversationId) return row;
+  const base: TurnRow = row ?? {
+    turnId,
+    conversationId,
+    tenantId: text(data.tenantId),
+    status: 'running',
+    detail: '',
+    costUsd: 0,
+    at: Date.now(),
+  };
+  const updated = { ...base, at: Date.now() };
+  switch (event.event) {
+    case 'turn.started':
+      return { ...updated, status: 'running', detail: 'started' };
+    case 'tool.call':
+      return { ...updated, detail: `calling ${text(data.name) ?? 'a tool'}` };
+    case 'approval.required':
+      return {
+        ...updated,
+        status: 'awaiting_approval',
+        detail: `${text(data.name) ?? 'tool'} needs approval`,
+      };
+    case 'approval.decided':
+      return { ...updated, status: 'running', detail: `approval ${text(data.decision) ?? 'decided'}` };
+    case 'tool.result':
+      return { ...updated, detail: `${text(data.name) ?? 'tool'} ${data.ok ? 'answered' : 'failed'}` };
+    case 'usage':
+      return { ...updated, costUsd: base.costUsd + (typeof data.costUsd === 'number' ? data.costUsd : 0) };
+    case 'turn.completed':
+      return { ...updated, status: 'completed', detail: text(data.finishReason) ?? '' };
+    case 'turn.failed':
+      return {
+        ...updated,
+        status: 'failed',
+        detail: text((data.error as { message?: unknown })?.message) ?? '',
+      };
+    case 'turn.cancelled':
+      return { ...updated, status: 'cancelled', detail: '' };
+    default:
+      return updated;
+  }
+};
+
+export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: string | undefined }) => {
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const [, navigate] = useLocation();
+  const [rows, setRows] = useState<Map<string, TurnRow>>(new Map());
+
+  const onEvent = useCallback(
+    (event: FeedEvent) => {
+      const turnId = text(event.data.turnId);
+      if (!turnId) return;
+      setRows((current) => {
+        const row = nextRow(current.get(turnId), event);
+        if (!row) return current;
+        const next = new Map(current);
+        next.set(turnId, row);
+        return next;
+      });
+      if (event.event.startsWith('turn.') || event.event.startsWith('approval.')) {
+        void queryClient.invalidateQueries({ queryKey: ['live-summary'] });
+      }
+    },
+    [queryClient],
+  );
+  const status = useFeed(session, feedPath, tenant, onEvent);
+
+  const shown = [...rows.values()].sort((a, b) => b.at - a.at).slice(0, MAX_ROWS);
+  const open = (row: TurnRow) => {
+    if (session.isOperator && row.tenantId) session.chooseTenant(row.tenantId);
+    navigate(`/conversations/${encodeURIComponent(row.conversationId)}`);
+  };
+  const running = shown.filter((row) => row.status === 'running' || row.status === 'awaiting_approval');
+
+  return (
+    <section className="card live-turns" aria-label="Live turns">
+      <div className="card-head">
+        <h2>Turns, live</h2>
+        <span className={`live-dot live-${status.state}`}>
+          {status.state === 'live' ? `live · ${running.length} running` : status.state}
+        </span>
+      </div>
+      {status.state === 'error' && <ErrorNote error={status.message} prefix="The events feed" />}
+      {shown.length === 0 ? (
+        <p className="muted">No turns yet: they appear here the moment they start.</p>
+      ) : (
+        <div className="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th>Conversation</th>
+                {session.isOperator && <th>Tenant</th>}
+                <th>Status</th>
+                <th>Now</th>
+                <th className="num">Cost</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((row) => (
+                <tr key={row.turnId} className="clickable" onClick={() => open(row)}>
+                  <td>
+                    <a
+                      href={`/console/conversations/${encodeURIComponent(row.conversationId)}`}
+                      onClick={(event) => {
+                        event.preventDefault();
+                        event.stopPropagation();
+                        open(row);
+                      }}
+                      title={row.conversationId}
+                    >
+                      {row.conversationId}
+                    </a>
+                  </td>
+                  {session.isOperator && <td title={row.tenantId}>{shortId(row.tenantId ?? '—')}</td>}
+                  <td>
+                    <StatusBadge status={row.status} />
+                  </td>
+                  <td>{row.detail}</td>
+                  <td className="num">{formatUsd(row.costUsd)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+};

@@ -1,0 +1,19 @@
+// How figures read on every page: money in dollars (cents below one dollar), tokens grouped, times local.
+
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
+const count = new Intl.NumberFormat('en-US');
+
+export const formatUsd = (value: number | null | undefined): string =>
+  value === null || value === undefined ? '—' : usd.format(value);
+
+export const formatCount = (value: number | null | undefined): string =>
+  value === null || value === undefined ? '—' : count.format(value);
+
+export const formatTime = (iso: string | null | undefined): string =>
+  iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' }) : '—';
+
+/** Arguments and results as they were sent, indented. */
+export const formatJson = (value: unknown): string => JSON.stringify(value, null, 2) ?? String(value);
+
+/** A long id, shortened for a table cell (the full id stays in the title). */
+export const shortId = (id: string): string => (id.length > 14 ? `${id.slice(0, 6)}…${id.slice(-6)}` : id);
