@@ -68,6 +68,7 @@ export const devBanner = (input: DevBannerInput): string => {
     '',
     `Keel dev mode ready in ${(input.readyMs / 1000).toFixed(1)} s (store: ${input.store}, bus: ${input.bus})`,
     `  base URL      ${url}`,
+    `  console       ${url}/console  (sign in with the operator key, or the dev tenant's admin key)`,
     `  gRPC          ${input.grpcAddress}  (with server reflection: grpcurl list, describe and call it)`,
     `  operator key  ${input.operatorKey}${input.operatorKeyMadeUp ? '  (KEEL_OPERATOR_KEY unset: made up for this run)' : ''}`,
     `  dev tenant    ${setup.tenantId}, admin key ${input.devKey.key}`,

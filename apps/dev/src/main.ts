@@ -16,13 +16,19 @@ import {
   processMetrics,
 } from '@keel/runtime';
 import { ToolsModule } from '@keel/tools/module';
-import { createGatewayHttpAdapter, GATEWAY_GRPC_SERVICES, GatewayModule } from '@keel/gateway';
+import {
+  createGatewayHttpAdapter,
+  defaultConsoleDir,
+  GATEWAY_GRPC_SERVICES,
+  GatewayModule,
+} from '@keel/gateway';
 import {
   announceDevMode,
   ensureDevEgressAllow,
   ensureDevOperatorKey,
   pointServicesAtEachOther,
 } from './dev-start.js';
+import { ensureConsoleBuilt } from './dev-console.js';
 import { devMasterKeyFile, ensureDevMasterKey } from './dev-master-key.js';
 
 const services: Omit<BootstrapOptions, 'config' | 'logger' | 'infrastructure' | 'handleSignals'>[] = [
@@ -66,6 +72,9 @@ const operatorKeyMadeUp = ensureDevOperatorKey();
 // Webhooks and provider baseUrls on this machine work in the dev mode: loopback is opened unless
 // KEEL_EGRESS_ALLOW says otherwise (before the agent and tools services read it).
 const egress = ensureDevEgressAllow();
+
+// The operator console the gateway serves at /console: built now when a fresh clone has no build.
+const consoleBuilt = ensureConsoleBuilt(defaultConsoleDir());
 
 const gatewayConfig = configFor('gateway');
 const logger = createLogger('dev', { level: gatewayConfig.logLevel });
@@ -116,6 +125,10 @@ logger.info(
   },
   `dev mode ready: ${url} (try ${url}/healthz, ${url}/readyz, ${url}/metrics)`,
 );
+const consoleBuild = await consoleBuilt;
+if (consoleBuild.built) logger.info({ dir: consoleBuild.dir }, 'operator console built');
+if (consoleBuild.error)
+  logger.warn({ err: consoleBuild.error }, 'operator console not built: /console answers 503');
 // The dev tenant, its admin key and the demo agent (found again on a persisted store), then the banner.
 await announceDevMode({
   running,

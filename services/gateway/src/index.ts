@@ -3,6 +3,7 @@
 // the gateway is anyone else's to import.
 export { GatewayModule } from './gateway.module.js';
 export { GATEWAY_GRPC_SERVICES } from './grpc/grpc-services.js';
+export { defaultConsoleDir } from './console/console-assets.js';
 export { createGatewayHttpAdapter } from './http/http-adapter.js';
 export type { CallContext } from './agent-client/agent.client.js';
 export { AgentClient } from './agent-client/agent.client.js';
