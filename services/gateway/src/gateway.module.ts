@@ -2,6 +2,8 @@ import type { KeelConfig, KeelLogger } from '@keel/runtime';
 import { KEEL_CONFIG, KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { ApprovalsController } from './activity/approvals.controller.js';
+import { ActivityProjection } from './activity/activity.service.js';
 import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js';
 import { AuditController } from './audit/audit.controller.js';
 import { AuthGuard } from './auth/auth.guard.js';
@@ -23,6 +25,9 @@ import { RATE_LIMITER, RateLimitService, createRateLimiter } from './rate-limit/
 import { EventsFeedController } from './feed/events-feed.controller.js';
 import { EventsFeedService, FEED_SETTINGS, feedSettingsFromEnv } from './feed/events-feed.service.js';
 import { TurnFeedService } from './feed/turn-feed.service.js';
+import { LogFeedController } from './feed/log-feed.controller.js';
+import { DeadLettersController } from './operator/dead-letters.controller.js';
+import { OperatorController } from './operator/operator.controller.js';
 import { KeyUsage } from './tenants/key-usage.js';
 import { KeysController } from './tenants/keys.controller.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
@@ -43,6 +48,10 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     ConfigController,
     ConversationsController,
     EventsFeedController,
+    LogFeedController,
+    ApprovalsController,
+    OperatorController,
+    DeadLettersController,
     UsageController,
     AuditController,
     // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
@@ -84,6 +93,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },
     EventsFeedService,
     TurnFeedService,
+    ActivityProjection,
   ],
 })
 export class GatewayModule {}

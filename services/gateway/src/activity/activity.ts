@@ -1,0 +1,109 @@
+import type { RecordedEvent } from '@keel/core';
+import { asDecided, parseStreamName } from '@keel/core';
+import type { ConversationEvent } from '@keel/events';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+
+/** A tool call waiting for a person's decision (API.md `GET /v1/approvals` row). */
+export interface PendingApproval {
+  tenantId: string;
+  conversationId: string;
+  approvalId: string;
+  toolCallId: string;
+  tool: string;
+  args: unknown;
+  /** The assistant's text of the step that asked for the call, when it said something. */
+  message?: string;
+  requestedAt: string;
+}
+
+/** A turn that started and has not ended (completed, failed or cancelled). */
+export interface RunningTurn {
+  tenantId: string;
+  conversationId: string;
+  turnId: string;
+}
+
+/**
+ * What is happening on the platform now, folded from the conversation events of the global log:
+ * turns running and approvals pending, per tenant. Every entry is keyed by tenant first, so a
+ * read for one tenant never sees another's. Invariant: an approval is pending from its
+ * ApprovalRequested until its ApprovalDecided or the end of its turn (a cancel withdraws it); a
+ * turn runs from TurnStarted until TurnCompleted, TurnFailed or TurnCancelled.
+ */
+export class Activity {
+  private readonly turns = new Map<string, RunningTurn>();
+  private readonly approvals = new Map<string, PendingApproval & { turnKey: string }>();
+  /** The latest assistant text of each running turn: the `message` of an approval it asks for. */
+  private readonly lastText = new Map<string, string>();
+
+  /** Folds one event of the global log (anything but a conversation event is ignored). */
+  apply(recorded: RecordedEvent): void {
+    const conversationId = conversationOf(recorded.streamName);
+    if (conversationId === undefined) return;
+    const { tenantId } = recorded;
+    const event = asDecided<ConversationEvent>(recorded);
+    const turnKey = (turnId: string) => `${tenantId}|${conversationId}|${turnId}`;
+    switch (event.type) {
+      case 'TurnStarted':
+        this.turns.set(turnKey(event.data.turnId), { tenantId, conversationId, turnId: event.data.turnId });
+        return;
+      case 'AssistantMessageCompleted':
+        if (event.data.text) this.lastText.set(turnKey(event.data.turnId), event.data.text);
+        return;
+      case 'ApprovalRequested': {
+        const { approvalId, toolCallId, name, args, requestedAt, turnId } = event.data;
+        const message = this.lastText.get(turnKey(turnId));
+        this.approvals.set(`${tenantId}|${approvalId}`, {
+          tenantId,
+          conversationId,
+          approvalId,
+          toolCallId,
+          tool: name,
+          args,
+          ...(message ? { message } : {}),
+          requestedAt,
+          turnKey: turnKey(turnId),
+        });
+        return;
+      }
+      case 'ApprovalDecided':
+        this.approvals.delete(`${tenantId}|${event.data.approvalId}`);
+        return;
+      case 'TurnCompleted':
+      case 'TurnFailed':
+      case 'TurnCancelled':
+        this.endTurn(turnKey(event.data.turnId));
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Running turns: one tenant's, or every tenant's. */
+  runningTurns(tenantId?: string): RunningTurn[] {
+    return [...this.turns.values()].filter((turn) => tenantId === undefined || turn.tenantId === tenantId);
+  }
+
+  /** Pending approvals, oldest first: one tenant's, or every tenant's. */
+  pendingApprovals(tenantId?: string): PendingApproval[] {
+    return [...this.approvals.values()]
+      .filter((approval) => tenantId === undefined || approval.tenantId === tenantId)
+      .map(({ turnKey: _turnKey, ...approval }) => approval)
+      .sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.approvalId.localeCompare(b.approvalId));
+  }
+
+  private endTurn(key: string): void {
+    this.turns.delete(key);
+    this.lastText.delete(key);
+    for (const [approvalKey, approval] of this.approvals) {
+      if (approval.turnKey === key) this.approvals.delete(approvalKey);
+    }
+  }
+}
+
+/** The conversation id of a conversation stream's name, else undefined. */
+export const conversationOf = (name: string): string | undefined => {
+  const dash = name.indexOf('-');
+  if (dash <= 0 || name.slice(0, dash) !== CONVERSATION_CATEGORY) return undefined;
+  return parseStreamName(name).id;
+};
