@@ -1,0 +1,91 @@
+import type { RecordedEvent } from '@keel/core';
+import { describe, expect, it } from 'vitest';
+import { Activity, conversationOf } from './activity.js';
+
+let position = 0;
+const event = (
+  tenantId: string,
+  conversationId: string,
+  type: string,
+  data: Record<string, unknown>,
+): RecordedEvent => ({
+  eventId: `e${++position}`,
+  type,
+  data,
+  metadata: { correlationId: 'c' },
+  tenantId,
+  streamName: `conversation-${conversationId}`,
+  version: position,
+  globalPosition: position,
+  commitId: `c${position}`,
+  recordedAt: new Date(position * 1000).toISOString(),
+});
+
+const asked = (tenantId: string, conversationId: string, turnId: string, approvalId: string, at: string) =>
+  event(tenantId, conversationId, 'ApprovalRequested', {
+    turnId,
+    approvalId,
+    toolCallId: `call-${approvalId}`,
+    name: 'refund',
+    args: { id: approvalId },
+    requestedAt: at,
+  });
+
+describe('Activity (running turns and pending approvals folded from the log)', () => {
+  it('keeps an approval pending from its request until its decision, with the step text as message', () => {
+    const activity = new Activity();
+    activity.apply(event('acme', 'c1', 'TurnStarted', { turnId: 't1' }));
+    activity.apply(event('acme', 'c1', 'AssistantMessageCompleted', { turnId: 't1', text: 'Refunding.' }));
+    activity.apply(asked('acme', 'c1', 't1', 'a1', '2026-01-01T00:00:02Z'));
+    activity.apply(event('globex', 'c2', 'TurnStarted', { turnId: 't2' }));
+    activity.apply(asked('globex', 'c2', 't2', 'a2', '2026-01-01T00:00:01Z'));
+    expect(activity.pendingApprovals().map((a) => a.approvalId)).toEqual(['a2', 'a1']);
+    expect(activity.pendingApprovals('acme')).toEqual([
+      {
+        tenantId: 'acme',
+        conversationId: 'c1',
+        approvalId: 'a1',
+        toolCallId: 'call-a1',
+        tool: 'refund',
+        args: { id: 'a1' },
+        message: 'Refunding.',
+        requestedAt: '2026-01-01T00:00:02Z',
+      },
+    ]);
+    expect(activity.pendingApprovals('globex')[0]).not.toHaveProperty('message');
+    activity.apply(
+      event('acme', 'c1', 'ApprovalDecided', { turnId: 't1', approvalId: 'a1', decision: 'approve' }),
+    );
+    expect(activity.pendingApprovals('acme')).toEqual([]);
+    expect(activity.runningTurns().map((t) => t.turnId)).toEqual(['t1', 't2']);
+  });
+
+  it('ends a turn on completion, failure or cancel, withdrawing its approvals; tenants never mix', () => {
+    const activity = new Activity();
+    for (const [turnId, end] of [
+      ['t1', 'TurnCompleted'],
+      ['t2', 'TurnFailed'],
+      ['t3', 'TurnCancelled'],
+    ] as const) {
+      activity.apply(event('acme', 'c1', 'TurnStarted', { turnId }));
+      activity.apply(asked('acme', 'c1', turnId, `a-${turnId}`, '2026-01-01T00:00:00Z'));
+      // The same ids in another tenant are another turn and another approval.
+      activity.apply(event('globex', 'c1', 'TurnStarted', { turnId }));
+      activity.apply(asked('globex', 'c1', turnId, `a-${turnId}`, '2026-01-01T00:00:00Z'));
+      activity.apply(event('acme', 'c1', end, { turnId }));
+    }
+    expect(activity.runningTurns('acme')).toEqual([]);
+    expect(activity.pendingApprovals('acme')).toEqual([]);
+    expect(activity.runningTurns('globex')).toHaveLength(3);
+    expect(activity.pendingApprovals('globex')).toHaveLength(3);
+  });
+
+  it('reads only conversation streams', () => {
+    expect(conversationOf('conversation-abc-1')).toBe('abc-1');
+    expect(conversationOf('tenants-registry')).toBeUndefined();
+    expect(conversationOf('conversations-x')).toBeUndefined();
+    const activity = new Activity();
+    activity.apply({ ...event('acme', 'x', 'TurnStarted', { turnId: 't' }), streamName: 'run-x' });
+    expect(activity.runningTurns()).toEqual([]);
+  });
+});
