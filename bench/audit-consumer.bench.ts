@@ -5,9 +5,10 @@
  * bus delivering the same backlog to a handler that does nothing, in the same run.
  */
 import type { EventData } from '@keel/core';
-import { InMemoryDeadLetters, InMemoryInbox, OutboxRelay } from '@keel/core';
+import { InMemoryDeadLetters, InMemoryInbox, OutboxRelay, upcastingReads } from '@keel/core';
 import { MongoCheckpointStore, MongoLeaseStore } from '@keel/core/mongodb';
 import { NatsEventBus } from '@keel/core/nats';
+import { eventUpcasters } from '@keel/events';
 import { fileURLToPath } from 'node:url';
 import { AuditConsumer } from '../services/audit/src/projection/audit-consumer.js';
 import { AuditProjector, PROJECTION_CHECKPOINT } from '../services/audit/src/projection/audit-projector.js';
@@ -150,7 +151,8 @@ export const auditConsumerBench: Bench = {
       // The audit consumer: projection complete (checkpoint at the end of the log), then every delivery acked.
       const storage = new MongoAuditStorage(store.db);
       await storage.init();
-      const projector = new AuditProjector(store, storage);
+      // Reads lifted as the audit service's infrastructure store lifts them (UsageRecorded's `at`).
+      const projector = new AuditProjector(upcastingReads(store, eventUpcasters()), storage);
       let delivered = 0;
       const counting = {
         catchUp: (target?: number, alive?: () => void) => {

@@ -113,12 +113,13 @@ export type AssistantMessageCompleted = EventData<
 
 /**
  * Tokens of one model call (API `usage`). `costUsd` is null when the model's price is unknown.
- * `at` is the instant of the call (the one its price was taken at); events recorded before it was
- * added lack it, and readers fall back to the commit time.
+ * `at` is the instant of the call (the one its price was taken at). Events recorded before it was
+ * added lack it in the log; every read lifts them (`usageRecordedAt`: the commit time), so a
+ * reader always has it.
  */
 export type UsageRecorded = EventData<
   'UsageRecorded',
-  { turnId: string; step: number; at?: string } & ModelUsage
+  { turnId: string; step: number; at: string } & ModelUsage
 >;
 
 /** A tool call passed the guard and goes to the tools service (API `tool.call`). */

@@ -6,8 +6,9 @@ import { Upcasters } from '@keel/core';
  * it; those read with the commit time, the closest instant the log kept.
  */
 export const usageRecordedAt = (event: RecordedEvent): RecordedEvent => {
-  const data = (event.data ?? {}) as { at?: unknown };
-  if (typeof data.at === 'string' && Number.isFinite(Date.parse(data.at))) return event;
+  const data = typeof event.data === 'object' && event.data !== null ? event.data : {};
+  const at = 'at' in data ? data.at : undefined;
+  if (typeof at === 'string' && Number.isFinite(Date.parse(at))) return event;
   return { ...event, data: { ...data, at: event.recordedAt } };
 };
 

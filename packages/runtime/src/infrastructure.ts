@@ -18,7 +18,9 @@ import {
   InMemoryInbox,
   InMemoryLeaseStore,
   OutboxRelay,
+  upcastingReads,
 } from '@keel/core';
+import { eventUpcasters } from '@keel/events';
 import type { KeelConfig } from './config.js';
 import type { KeelLogger } from './logger.js';
 import type { ReadinessReport } from './readiness.js';
@@ -33,6 +35,11 @@ export interface InfrastructureKinds {
 
 /** The connections a service works with; one per process (shared by all five in the dev mode). */
 export interface Infrastructure {
+  /**
+   * The event store, every event it reads in its current shape (@keel/events `eventUpcasters`):
+   * command handlers' loads, the feed, projections and the outbox relay (so the bus too) never
+   * see an old shape.
+   */
   readonly store: EventStoreAdapter;
   /** The bus; consumers started through it are drained first at shutdown. */
   readonly bus: EventBus;
@@ -168,7 +175,8 @@ export async function createInfrastructure(
   }
   const streamWarning = await checkStreamOwner(config, storage.store, rawBus, logger);
   const bus = new TrackingEventBus(rawBus);
-  const { store, checkpoints, leases, idempotency } = storage;
+  const { checkpoints, leases, idempotency } = storage;
+  const store = upcastingReads(storage.store, eventUpcasters());
   const relay = new OutboxRelay({
     store,
     bus: rawBus,

@@ -46,12 +46,17 @@ export const upcastingReads = <S extends EventStore>(store: S, upcasters: Upcast
     const page = await store.readAll(options);
     return { ...page, events: upcasters.upcastAll(page.events) };
   };
+  // The store's own methods bound once (append is on the hot path), not on every access.
+  const bound = new WeakMap<object, unknown>();
   return new Proxy(store, {
     get(target, property) {
       if (property === 'read') return read;
       if (property === 'readAll') return readAll;
       const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let method = bound.get(value);
+      if (method === undefined) bound.set(value, (method = value.bind(target)));
+      return method;
     },
   });
 };

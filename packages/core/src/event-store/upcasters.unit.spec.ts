@@ -55,5 +55,7 @@ describe('upcastingReads', () => {
     expect((await inner.read('acme', 'order-1'))[0]!.data).toEqual({ total: 3 });
     expect(store).toBeInstanceOf(InMemoryEventStore);
     expect(store.appendCount).toBe(1);
+    // The store's own methods are bound once, not on every access.
+    expect(store.append).toBe(store.append);
   });
 });

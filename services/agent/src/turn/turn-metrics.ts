@@ -1,4 +1,6 @@
 import type { RecordedEvent } from '@keel/core';
+import { isEvent } from '@keel/core';
+import type { TurnCancelled, TurnCompleted, TurnFailed, TurnStarted } from '@keel/events';
 
 /** What the turn worker reports (the runtime's `ServiceMetrics` implements it; tests may record it). */
 export interface TurnMetrics {
@@ -21,11 +23,20 @@ export interface TurnMetrics {
   ): void;
 }
 
-const TERMINAL: Readonly<Record<string, 'completed' | 'failed' | 'cancelled'>> = {
+type TurnEnd = TurnCompleted | TurnFailed | TurnCancelled;
+
+const TERMINAL: Readonly<Record<TurnEnd['type'], 'completed' | 'failed' | 'cancelled'>> = {
   TurnCompleted: 'completed',
   TurnFailed: 'failed',
   TurnCancelled: 'cancelled',
 };
+
+/** Narrows an event to a turn's end (completed, failed or cancelled). */
+const isTurnEnd = (event: RecordedEvent): event is RecordedEvent & TurnEnd =>
+  Object.hasOwn(TERMINAL, event.type);
+
+/** An event's `at` in ms, NaN when it has none that parses. */
+const instantOf = (at: unknown): number => (typeof at === 'string' ? Date.parse(at) : Number.NaN);
 
 /** Turns remembered at once (their start instant); the oldest are forgotten past it. */
 const MAX_REMEMBERED = 10_000;
@@ -42,24 +53,29 @@ export class TurnTimings {
 
   /** Reads one conversation event; call it once per event (first delivery only). */
   observe(event: RecordedEvent): void {
-    const data = event.data as { turnId?: unknown; at?: unknown };
-    if (typeof data.turnId !== 'string') return;
-    const at = typeof data.at === 'string' ? Date.parse(data.at) : Number.NaN;
-    if (event.type === 'TurnStarted') {
-      this.metrics.turnStarted();
-      if (Number.isNaN(at)) return;
-      this.#started.set(data.turnId, { at, firstToken: false });
-      if (this.#started.size > MAX_REMEMBERED) {
-        const oldest = this.#started.keys().next().value;
-        if (oldest !== undefined) this.#started.delete(oldest);
-      }
-      return;
+    if (isEvent<TurnStarted>(event, 'TurnStarted')) this.started(event.data);
+    else if (isTurnEnd(event)) this.ended(TERMINAL[event.type], event.data);
+  }
+
+  private started({ turnId, at }: TurnStarted['data']): void {
+    if (typeof turnId !== 'string') return;
+    this.metrics.turnStarted();
+    const instant = instantOf(at);
+    if (Number.isNaN(instant)) return;
+    this.#started.set(turnId, { at: instant, firstToken: false });
+    if (this.#started.size > MAX_REMEMBERED) {
+      const oldest = this.#started.keys().next().value;
+      if (oldest !== undefined) this.#started.delete(oldest);
     }
-    const outcome = TERMINAL[event.type];
-    if (outcome === undefined) return;
-    const started = this.#started.get(data.turnId);
-    this.#started.delete(data.turnId);
-    const seconds = started && !Number.isNaN(at) ? Math.max(0, (at - started.at) / 1000) : undefined;
+  }
+
+  private ended(outcome: 'completed' | 'failed' | 'cancelled', { turnId, at }: TurnEnd['data']): void {
+    if (typeof turnId !== 'string') return;
+    const started = this.#started.get(turnId);
+    this.#started.delete(turnId);
+    const instant = instantOf(at);
+    const seconds =
+      started && !Number.isNaN(instant) ? Math.max(0, (instant - started.at) / 1000) : undefined;
     this.metrics.turnFinished(outcome, seconds);
   }
 

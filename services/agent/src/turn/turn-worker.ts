@@ -9,7 +9,7 @@ import type {
 } from '@keel/core';
 import { KeelError, isEvent, messageOf, ownValue, parseStreamName, uuidv7 } from '@keel/core';
 import type { AgentDefinition, ToolCallExecuted } from '@keel/events';
-import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY, turnIdOf } from '@keel/events';
 import type { SecretBox } from '@keel/runtime';
 import { EgressDeniedError } from '@keel/runtime';
 import type { ConversationCommand, ToolCallVerdict } from '../conversation/conversation.commands.js';
@@ -92,7 +92,7 @@ export class TurnWorker {
     const { bus } = this.deps;
     this.cancelSubscription = bus.ephemeral.subscribe({ kind: 'cancel' }, ({ topic, data }) => {
       const running = this.inFlight.get(`${topic.tenantId}/${topic.conversationId}`);
-      if (running && running.turnId === (data as { turnId?: string }).turnId) running.controller.abort();
+      if (running && running.turnId === turnIdOf({ data })) running.controller.abort();
     });
     this.consumers.push(
       await bus.consume(

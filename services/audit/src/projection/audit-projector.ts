@@ -1,5 +1,6 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
-import { eventUpcasters } from '@keel/events';
+import { isEvent } from '@keel/core';
+import type { UsageRecorded } from '@keel/events';
 import type { AuditStorage, TurnInfo } from '../storage/audit-storage.js';
 import type { AuditEntry } from '../trail/audit-entry.js';
 import { auditEntryOf } from '../trail/audit-events.js';
@@ -7,9 +8,6 @@ import type { DayBody, MonthBody, RollupDoc } from '../usage/rollup-documents.js
 import { RollupSet } from '../usage/rollup-set.js';
 import type { UsageFact } from '../usage/usage-facts.js';
 import { turnInfoOf, turnKey, usageFactOf } from '../usage/usage-facts.js';
-
-/** Lifts old event shapes (e.g. a `UsageRecorded` without `at`) before anything reads them. */
-const UPCASTERS = eventUpcasters();
 
 /** Checkpoint name of the projection: the global log position every rollup and entry is complete up to. */
 export const PROJECTION_CHECKPOINT = 'audit-projection';
@@ -45,6 +43,9 @@ export interface ProjectorStats {
  * One writer at a time: `catchUp` runs from the audit consumer's handler, which the bus runs
  * once at a time across every instance (maxInFlight 1). Documents cached between pages are
  * trusted only while the checkpoint is still the one this instance saved.
+ *
+ * It reads events in their current shapes: the store it is given lifts old ones on read (the
+ * infrastructure's store does, `upcastingReads`), so a `UsageRecorded` always has its `at`.
  */
 export class AuditProjector {
   readonly stats: ProjectorStats = { position: 0, pages: 0, events: 0, usageEvents: 0 };
@@ -106,8 +107,7 @@ export class AuditProjector {
   }
 
   /** Applies one page; every write is idempotent, so a failure part way is retried whole. */
-  async applyPage(read: readonly RecordedEvent[], lastPosition: number): Promise<void> {
-    const events = UPCASTERS.upcastAll(read);
+  async applyPage(events: readonly RecordedEvent[], lastPosition: number): Promise<void> {
     const pageTurns = new Map<string, TurnInfo>();
     const entries: AuditEntry[] = [];
     for (const event of events) {
@@ -118,20 +118,16 @@ export class AuditProjector {
     }
     for (const [key, info] of pageTurns) this.rememberTurn(key, { ...this.turns.get(key), ...info });
 
-    const usage = events.filter((e) => e.type === 'UsageRecorded');
+    const usage = events.filter((e) => isEvent<UsageRecorded>(e, 'UsageRecorded'));
     const missing = [
-      ...new Set(
-        usage
-          .map((e) => turnKey(e.tenantId, String((e.data as { turnId?: unknown }).turnId)))
-          .filter((key) => !this.turns.has(key)),
-      ),
+      ...new Set(usage.map((e) => turnKey(e.tenantId, e.data.turnId)).filter((key) => !this.turns.has(key))),
     ];
     if (missing.length > 0) {
       for (const [key, info] of await this.storage.loadTurns(missing)) this.rememberTurn(key, info);
     }
     const facts: Array<{ fact: UsageFact; position: number }> = [];
     for (const event of usage) {
-      const key = turnKey(event.tenantId, String((event.data as { turnId?: unknown }).turnId));
+      const key = turnKey(event.tenantId, event.data.turnId);
       const fact = usageFactOf(event, this.turns.get(key));
       if (fact) facts.push({ fact, position: event.globalPosition ?? lastPosition });
     }

@@ -1,10 +1,18 @@
 import type { RecordedEvent } from '@keel/core';
+import { isEvent } from '@keel/core';
+import type { ToolCallExecuted } from '@keel/events';
 import type { AuditEntry } from './audit-entry.js';
 
 /** The platform tenant whose `tenants-registry` stream holds tenants, keys and budgets (see the gateway). */
 export const REGISTRY_TENANT = 'keel';
 
 type Data = Record<string, unknown>;
+
+const isFields = (data: unknown): data is Data =>
+  typeof data === 'object' && data !== null && !Array.isArray(data);
+
+/** An event's data as fields to read one by one (each checked where it is read); none when it is not an object. */
+const fieldsOf = (data: unknown): Data => (isFields(data) ? data : {});
 type Described = { tenantId?: string; target: string; details: AuditEntry['details'] };
 
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
@@ -95,11 +103,11 @@ export const auditEntryOf = (event: RecordedEvent): AuditEntry | undefined => {
   const registry = event.tenantId === REGISTRY_TENANT && event.streamName === 'tenants-registry';
   const isRegistryType = ['TenantCreated', 'KeyIssued', 'KeyRevoked', 'BudgetSet'].includes(event.type);
   if (registry !== isRegistryType) return undefined;
-  const described = describe((event.data ?? {}) as Data);
+  const described = describe(fieldsOf(event.data));
   const tenantId = registry ? described.tenantId : event.tenantId;
   if (!tenantId) return undefined;
   const actor = event.metadata.actor ?? {};
-  const toolCall = event.type === 'ToolCallExecuted' ? str((event.data as Data).conversationId) : '';
+  const toolCall = isEvent<ToolCallExecuted>(event, 'ToolCallExecuted') ? str(event.data.conversationId) : '';
   const conversationId = conversationIdOf(event.streamName) ?? (toolCall || undefined);
   return {
     id: event.eventId,

@@ -1,4 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
+import { isEvent } from '@keel/core';
+import type { TurnStarted, UsageRecorded, UserMessageAdded } from '@keel/events';
+import { turnIdOf } from '@keel/events';
 import type { TurnInfo } from '../storage/audit-storage.js';
 import type { Totals } from './usage-totals.js';
 import { nanoUsd } from './usage-totals.js';
@@ -20,7 +23,6 @@ export const turnKey = (tenantId: string, turnId: string): string => `${tenantId
 /** The agent or user name used when the turn's start is not in the log the projection read. */
 export const UNKNOWN = 'unknown';
 
-type Data = Record<string, unknown>;
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
 
 /**
@@ -29,30 +31,30 @@ const num = (value: unknown): number => (typeof value === 'number' && Number.isF
  * from `TurnStarted`. Both are fixed for the life of the turn.
  */
 export const turnInfoOf = (event: RecordedEvent): { key: string; info: TurnInfo } | undefined => {
-  const data = (event.data ?? {}) as Data;
-  if (typeof data.turnId !== 'string') return undefined;
-  const key = turnKey(event.tenantId, data.turnId);
-  if (event.type === 'UserMessageAdded') {
+  const turnId = turnIdOf(event);
+  if (turnId === undefined) return undefined;
+  const key = turnKey(event.tenantId, turnId);
+  if (isEvent<UserMessageAdded>(event, 'UserMessageAdded')) {
     const actor = event.metadata.actor ?? {};
     const user = actor.userId ?? actor.keyId;
     return user ? { key, info: { user } } : undefined;
   }
-  if (event.type === 'TurnStarted') {
-    const agentId = ((data.agent ?? {}) as Data).agentId;
+  if (isEvent<TurnStarted>(event, 'TurnStarted')) {
+    const agentId: unknown = event.data.agent?.agentId;
     return typeof agentId === 'string' ? { key, info: { agent: agentId } } : undefined;
   }
   return undefined;
 };
 
 /**
- * The usage fact of a `UsageRecorded` event (upcast: `data.at` is set, the commit time for events
- * recorded before it existed), else undefined. Its instant is `data.at`. A turn is counted once, at its
- * first model call (step 1); cost null (unknown price) adds no cost.
+ * The usage fact of a `UsageRecorded` event as read (upcast: `data.at` is set, the commit time for
+ * events recorded before it existed), else undefined. Its instant is `data.at`. A turn is counted
+ * once, at its first model call (step 1); cost null (unknown price) adds no cost.
  */
 export const usageFactOf = (event: RecordedEvent, turn: TurnInfo | undefined): UsageFact | undefined => {
-  if (event.type !== 'UsageRecorded') return undefined;
-  const data = (event.data ?? {}) as Data;
-  const at = Date.parse(String(data.at));
+  if (!isEvent<UsageRecorded>(event, 'UsageRecorded')) return undefined;
+  const { data } = event;
+  const at = Date.parse(data.at);
   const actor = event.metadata.actor ?? {};
   return {
     tenantId: event.tenantId,
@@ -63,7 +65,7 @@ export const usageFactOf = (event: RecordedEvent, turn: TurnInfo | undefined): U
     totals: [
       num(data.promptTokens),
       num(data.completionTokens),
-      nanoUsd(data.costUsd as number | null),
+      nanoUsd(data.costUsd),
       data.step === 1 ? 1 : 0,
       1,
     ],

@@ -107,6 +107,7 @@ const scriptedLog = (seed: number, turns: number): { events: RecordedEvent[]; ra
           cacheReadTokens: 0,
           cacheWriteTokens: 0,
           costUsd: usage.cost,
+          at: new Date(at).toISOString(),
         },
         system,
         at,

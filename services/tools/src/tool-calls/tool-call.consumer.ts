@@ -7,7 +7,7 @@ import type {
   RecordedEvent,
 } from '@keel/core';
 import { UnavailableError, parseStreamName, streamName } from '@keel/core';
-import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, TOOL_CALL_CATEGORY, turnIdOf } from '@keel/events';
 import type { KeelLogger, SecretBox } from '@keel/runtime';
 import { withLogContext } from '@keel/runtime';
 import type { BuiltinTool } from '@keel/tooling';
@@ -98,8 +98,8 @@ export class ToolCallConsumer {
     if (this.#consumer) return;
     this.#stopping = false;
     this.#cancelSubscription = this.#deps.bus.ephemeral.subscribe({ kind: 'cancel' }, ({ topic, data }) => {
-      const turnId = (data as { turnId?: unknown } | null)?.turnId;
-      if (typeof turnId !== 'string') return;
+      const turnId = turnIdOf({ data });
+      if (turnId === undefined) return;
       this.#runningCalls.abortTurn(topic.tenantId, topic.conversationId, turnId);
     });
     this.#consumer = await this.#deps.bus.consume(
