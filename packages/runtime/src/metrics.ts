@@ -103,6 +103,12 @@ const createInstruments = (registry: Registry) => {
       buckets: SECONDS_SLOW,
       registers,
     }),
+    tenantCost: new Counter({
+      name: 'keel_tenant_cost_usd_total',
+      help: 'Cost in US dollars of recorded model calls, by tenant, counted as the audit service projects them (unpriced calls add nothing)',
+      labelNames: ['service', 'tenant'],
+      registers,
+    }),
     tokens: new Counter({
       name: 'keel_model_tokens_total',
       help: 'Tokens of recorded model calls, by model and kind: prompt, completion, cache_read, cache_write',
@@ -329,6 +335,11 @@ export class ServiceMetrics {
     }
     if (costUsd === null) this.#i.unpriced.inc({ service, model });
     else this.#i.cost.inc({ service, model }, costUsd);
+  }
+
+  /** A model call's cost counted for its tenant (the audit projection, once per call it projects). */
+  tenantCost(tenantId: string, costUsd: number): void {
+    this.#i.tenantCost.inc({ service: this.service, tenant: tenantId }, costUsd);
   }
 
   toolCall(kind: string, outcome: 'ok' | 'error' | 'refused', elapsed: number): void {

@@ -76,6 +76,20 @@ describe('metrics', () => {
     expect(text).toMatch(/^# TYPE keel_turns_started_total counter$/m);
   });
 
+  it('counts cost per tenant under the service that projects it', async () => {
+    const registry = createMetricsRegistry();
+    const audit = new ServiceMetrics(registry, 'audit');
+    audit.tenantCost('tn_a', 0.25);
+    audit.tenantCost('tn_a', 0.5);
+    audit.tenantCost('tn_b', 1);
+    expect(await sample(registry, 'keel_tenant_cost_usd_total', { service: 'audit', tenant: 'tn_a' })).toBe(
+      0.75,
+    );
+    expect(await sample(registry, 'keel_tenant_cost_usd_total', { service: 'audit', tenant: 'tn_b' })).toBe(
+      1,
+    );
+  });
+
   it('times appends of a store as the service’s, and the store stays what it was', async () => {
     const registry = createMetricsRegistry();
     const inner = new InMemoryEventStore();

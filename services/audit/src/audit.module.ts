@@ -1,5 +1,5 @@
-import { KEEL_INFRA, readEnv } from '@keel/runtime';
-import type { Infrastructure } from '@keel/runtime';
+import { KEEL_INFRA, KEEL_SERVICE_METRICS, readEnv } from '@keel/runtime';
+import type { Infrastructure, ServiceMetrics } from '@keel/runtime';
 import {
   KEEL_AUDIT_V1_PACKAGE_NAME,
   protobufFileName as auditProtoFile,
@@ -38,8 +38,14 @@ const ackWaitFromEnv = (): number => Number(readEnv('KEEL_AUDIT_ACK_WAIT_MS'));
     },
     {
       provide: AuditProjector,
-      inject: [KEEL_INFRA, AUDIT_STORAGE],
-      useFactory: (infra: Infrastructure, storage: AuditStorage) => new AuditProjector(infra.store, storage),
+      inject: [KEEL_INFRA, AUDIT_STORAGE, { token: KEEL_SERVICE_METRICS, optional: true }],
+      useFactory: (infra: Infrastructure, storage: AuditStorage, metrics?: ServiceMetrics) =>
+        new AuditProjector(infra.store, storage, {
+          // keel_tenant_cost_usd_total: the cost per tenant Grafana shows (deploy/grafana).
+          ...(metrics
+            ? { onCost: (tenantId: string, costUsd: number) => metrics.tenantCost(tenantId, costUsd) }
+            : {}),
+        }),
     },
     {
       provide: AuditConsumer,

@@ -21,6 +21,8 @@ export interface AuditProjectorOptions {
   pageSize?: number;
   /** Rollup documents of each kind kept in memory between pages. Default 16. */
   cachedDocs?: number;
+  /** Told each model call's cost (USD) and tenant the first time a page adds it to the rollups (metrics). */
+  onCost?: (tenantId: string, costUsd: number) => void;
 }
 
 /** What the projector has done, for logs, metrics and tests. */
@@ -51,6 +53,7 @@ export class AuditProjector {
   readonly stats: ProjectorStats = { position: 0, pages: 0, events: 0, usageEvents: 0 };
   private readonly pageSize: number;
   private readonly cachedDocs: number;
+  private readonly onCost: ((tenantId: string, costUsd: number) => void) | undefined;
   private readonly months = new Map<string, RollupDoc<MonthBody>>();
   private readonly days = new Map<string, RollupDoc<DayBody>>();
   /** Turn infos are fixed once written: safe to keep whoever wrote them. */
@@ -66,6 +69,7 @@ export class AuditProjector {
   ) {
     this.pageSize = options.pageSize ?? 2000;
     this.cachedDocs = options.cachedDocs ?? 16;
+    this.onCost = options.onCost;
   }
 
   /**
@@ -133,6 +137,7 @@ export class AuditProjector {
     }
 
     const set = new RollupSet();
+    const counted: UsageFact[] = [];
     if (facts.length > 0) {
       const monthIds = new Set<string>();
       const dayIds = new Set<string>();
@@ -145,7 +150,7 @@ export class AuditProjector {
         await this.cachedOrLoaded(this.months, [...monthIds], (ids) => this.storage.loadMonths(ids)),
         await this.cachedOrLoaded(this.days, [...dayIds], (ids) => this.storage.loadDays(ids)),
       );
-      for (const { fact, position } of facts) set.apply(fact, position);
+      for (const { fact, position } of facts) if (set.apply(fact, position)) counted.push(fact);
     }
     const changed = set.changed(lastPosition);
     await Promise.all([
@@ -154,6 +159,8 @@ export class AuditProjector {
       this.storage.saveMonths(changed.months),
       this.storage.saveDays(changed.days),
     ]);
+    // Once durable: a page that failed part way is retried whole and counts its facts then.
+    for (const fact of counted) if (fact.totals[2] > 0) this.onCost?.(fact.tenantId, fact.totals[2] / 1e9);
     for (const doc of set.months.values()) this.cache(this.months, doc);
     for (const doc of set.days.values()) this.cache(this.days, doc);
     this.stats.usageEvents += facts.length;

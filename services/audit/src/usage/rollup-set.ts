@@ -30,13 +30,17 @@ export class RollupSet {
     for (const doc of days) this.days.set(doc.id, doc);
   }
 
-  /** Adds the fact at log position `position` to the documents that do not include it yet. */
-  apply(fact: UsageFact, position: number): void {
+  /**
+   * Adds the fact at log position `position` to the documents that do not include it yet; true
+   * when its month document did not (the fact is counted for the first time there).
+   */
+  apply(fact: UsageFact, position: number): boolean {
     const month = monthIdOf(fact.tenantId, fact.at);
     const date = utcDateOf(fact.at);
     const quarter = String(quarterOf(fact.at));
     const monthDoc = this.doc(this.months, month, fact.tenantId, (): MonthBody => ({ d: {} }));
-    if (position > monthDoc.pos) {
+    const fresh = position > monthDoc.pos;
+    if (fresh) {
       const dd = date.slice(8, 10);
       const entry: MonthDay = (monthDoc.body.d[dd] ??= { s: {}, m: {}, u: {}, a: {} });
       addAt(entry.s, quarter, fact.totals);
@@ -53,6 +57,7 @@ export class RollupSet {
         this.changedDays.add(day);
       }
     }
+    return fresh;
   }
 
   /** The changed documents, marked as including the log up to `position`. */

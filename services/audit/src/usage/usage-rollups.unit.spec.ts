@@ -233,17 +233,26 @@ describe('usage rollups', () => {
     expect(await answerUsage(split, query)).toEqual(expected);
 
     // Replaying: every page again (as after a crash between the writes and the checkpoint), then the whole log again.
+    // The cost per tenant (the metric's feed) counts each model call once all the same.
+    const costs = new Map<string, number>();
+    const onCost = (tenantId: string, costUsd: number) =>
+      costs.set(tenantId, (costs.get(tenantId) ?? 0) + Math.round(costUsd * 1e9));
     const storage = new InMemoryAuditStorage();
-    const projector = new AuditProjector(new InMemoryEventStore(), storage);
+    const projector = new AuditProjector(new InMemoryEventStore(), storage, { onCost });
     for (let i = 0; i < events.length; i += 50) {
       const page = events.slice(i, i + 50);
       await projector.applyPage(page, page[page.length - 1]!.globalPosition!);
       await projector.applyPage(page, page[page.length - 1]!.globalPosition!);
     }
     await projector.applyPage(events, events.length);
-    const fresh = new AuditProjector(new InMemoryEventStore(), storage); // a restarted process: no cache
+    const fresh = new AuditProjector(new InMemoryEventStore(), storage, { onCost }); // a restarted process: no cache
     await fresh.applyPage(events, events.length);
     expect(await answerUsage(storage, query)).toEqual(expected);
+    const all = { from: '2026-02-20', to: '2026-03-31', tz: 'UTC' };
+    for (const tenantId of TENANTS) {
+      const answer = await answerUsage(storage, checkUsageQuery({ tenantId, ...all }));
+      expect((costs.get(tenantId) ?? 0) / 1e9, tenantId).toBeCloseTo(answer.totals.costUsd, 9);
+    }
   });
 
   it('keeps each tenant to its own rows', async () => {
