@@ -1,24 +1,8 @@
 // A typed client of keel.agent.v1.AgentService (the generated messages) for end-to-end tests,
 // plus the callers and the conversation steps the agent-level tests share.
-import type { DeepPartial, MessageFns } from '@keel/proto/keel/agent/v1/agent';
-import {
-  AgentServiceService,
-  CancelTurnRequest,
-  CreateConversationRequest,
-  DecideApprovalRequest,
-  GetAgentRequest,
-  GetConversationRequest,
-  ListAgentsRequest,
-  ListConversationsRequest,
-  ListToolsRequest,
-  PutAgentRequest,
-  PutProviderRequest,
-  PutToolRequest,
-  RotateWebhookSecretRequest,
-  SubmitMessageRequest,
-} from '@keel/proto/keel/agent/v1/agent';
+import type { AgentCallRequest, AgentResponseOf, AgentRpc } from '@keel/gateway/agent-client';
+import { callAgentRpc } from '@keel/gateway/agent-client';
 import type { Conversation, ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
-import type { GrpcMethod } from '@keel/runtime';
 import { GrpcClient } from '@keel/runtime';
 import { eventually, uniqueName } from '@keel/testkit';
 import { expect } from 'vitest';
@@ -36,39 +20,18 @@ export const testCallers = (prefix: string): { tenant: TestCaller; editor: TestC
   return { tenant, editor: { ...tenant, role: 'editor', userId: 'ana' } };
 };
 
-type AgentService = typeof AgentServiceService;
-type AgentRpc = keyof AgentService;
-type RequestOf<R extends AgentRpc> = Parameters<AgentService[R]['requestSerialize']>[0];
-type ResponseOf<R extends AgentRpc> = ReturnType<AgentService[R]['responseDeserialize']>;
-
-/** Each RPC's request message, to fill the fields a test leaves out with their defaults. */
-const REQUESTS: { readonly [R in AgentRpc]: MessageFns<RequestOf<R>> } = {
-  createConversation: CreateConversationRequest,
-  getConversation: GetConversationRequest,
-  listConversations: ListConversationsRequest,
-  submitMessage: SubmitMessageRequest,
-  decideApproval: DecideApprovalRequest,
-  cancelTurn: CancelTurnRequest,
-  putTool: PutToolRequest,
-  listTools: ListToolsRequest,
-  putAgent: PutAgentRequest,
-  getAgent: GetAgentRequest,
-  listAgents: ListAgentsRequest,
-  putProvider: PutProviderRequest,
-  rotateWebhookSecret: RotateWebhookSecretRequest,
-};
-
 /**
- * A typed AgentService client on the generated definition; every call takes the caller it acts
- * for, and its request and answer are the generated messages.
+ * A typed AgentService client on the generated definition (the gateway's callAgentRpc, without
+ * its error mapping: a failed call rejects with the grpc-js ServiceError and its numeric code);
+ * every call takes the caller it acts for, and its request and answer are the generated messages.
  */
 export const agentClient = (address: string) => {
   const client = new GrpcClient(address, { deadlineMs: 10_000 });
   const call = <R extends AgentRpc>(
     rpc: R,
     caller: TestCaller,
-    request: DeepPartial<Omit<RequestOf<R>, 'context'>> = {} as DeepPartial<Omit<RequestOf<R>, 'context'>>,
-  ): Promise<ResponseOf<R>> => {
+    request: AgentCallRequest<R> = {} as AgentCallRequest<R>,
+  ): Promise<AgentResponseOf<R>> => {
     const context = {
       tenantId: caller.tenantId,
       actor: {
@@ -78,9 +41,7 @@ export const agentClient = (address: string) => {
       },
       correlationId: `e2e-${rpc}-${Date.now()}`,
     };
-    const method = AgentServiceService[rpc] as unknown as GrpcMethod<RequestOf<R>, ResponseOf<R>, false>;
-    const message = REQUESTS[rpc] as MessageFns<RequestOf<R>>;
-    return client.unary(method, message.fromPartial({ ...(request as object), context } as never));
+    return callAgentRpc(client, rpc, { ...(request as object), context } as never);
   };
   return { call, close: () => client.close() };
 };

@@ -81,6 +81,25 @@ const REQUESTS: { readonly [R in AgentRpc]: MessageFns<AgentRequestOf<R>> } = {
 };
 
 /**
+ * One unary call of keel.agent.v1.AgentService on `client`, typed by the RPC: the request's
+ * left-out fields get their proto defaults. The gateway's AgentClient and the e2e tests' raw
+ * client (which keeps grpc-js errors as they are) both call through it.
+ */
+export const callAgentRpc = <R extends AgentRpc>(
+  client: GrpcClient,
+  rpc: R,
+  request: DeepPartial<AgentRequestOf<R>>,
+): Promise<AgentResponseOf<R>> => {
+  const method = AgentServiceService[rpc] as unknown as GrpcMethod<
+    AgentRequestOf<R>,
+    AgentResponseOf<R>,
+    false
+  >;
+  const message = REQUESTS[rpc] as MessageFns<AgentRequestOf<R>>;
+  return client.unary(method, message.fromPartial(request as never));
+};
+
+/**
  * A message field of an agent answer that the contract always sets (proto3 makes every message
  * field optional): its value, or an error (answered INTERNAL) when the agent left it out.
  */
@@ -131,13 +150,9 @@ export class AgentClient implements OnModuleDestroy {
     context: CallContext,
     request: AgentCallRequest<R> = {} as AgentCallRequest<R>,
   ): Promise<AgentResponseOf<R>> {
-    const method = AgentServiceService[rpc] as unknown as GrpcMethod<
-      AgentRequestOf<R>,
-      AgentResponseOf<R>,
-      false
-    >;
-    const message = REQUESTS[rpc] as MessageFns<AgentRequestOf<R>>;
-    return this.client.unary(method, message.fromPartial({ ...(request as object), context } as never));
+    return callAgentRpc(this.client, rpc, { ...(request as object), context } as DeepPartial<
+      AgentRequestOf<R>
+    >);
   }
 
   onModuleDestroy(): void {
