@@ -49,7 +49,7 @@ const awkwardJson =
 
 const envelope: EventEnvelope = {
   eventId: '01J9ZCQ8Y3W5',
-  type: 'TurnRequested',
+  type: 'UserMessageAdded',
   tenantId: 'tenant-1',
   streamName: 'conversation-c1',
   version: Number.MAX_SAFE_INTEGER,

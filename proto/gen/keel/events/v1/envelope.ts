@@ -21,7 +21,7 @@ export const protobufFileName = "keel/events/v1/envelope.proto";
 export interface EventEnvelope {
   /** Globally unique id of this event; also the `Nats-Msg-Id` used for publish deduplication. */
   eventId: string;
-  /** Event type name, e.g. `TurnRequested`; names the shape of `data_json`. */
+  /** Event type name, e.g. `UserMessageAdded`; names the shape of `data_json`. */
   type: string;
   /** Tenant that owns the stream this event belongs to. */
   tenantId: string;
