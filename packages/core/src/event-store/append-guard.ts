@@ -80,7 +80,7 @@ export const prepareAppend = (
   return prepared;
 };
 
-/** Checks an expected version against the stream's actual version; returns a reason when it fails. */
+/** Whether an append's expected version rules out the stream's actual one (true: refuse it, a concurrency conflict). */
 export const versionMismatch = (expected: ExpectedVersion, actual: number): boolean => {
   switch (expected) {
     case 'any':
