@@ -31,7 +31,10 @@ interface UsageBody {
   rows: Array<{ key: string }>;
 }
 
-const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
+/** Dollars as the console shows them: under a cent with two significant digits. */
+const dollars = (value: number): string =>
+  value !== 0 && Math.abs(value) < 0.01 ? `$${Number(value.toPrecision(2))}` : usd.format(value);
 const dayIn = (timeZone: string, at = new Date()): string =>
   new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(
     at,
@@ -140,7 +143,7 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     await goTo('Tenants');
     const cost = (await acmeRow()).costMonthUsd!;
     const row = page.getByRole('row').filter({ hasText: 'Acme Console' });
-    await expect.poll(async () => row.textContent()).toContain(usd.format(cost));
+    await expect.poll(async () => row.textContent()).toContain(dollars(cost));
     await expect
       .poll(async () => page.getByRole('row').filter({ hasText: 'Globex Console' }).count())
       .toBe(1);

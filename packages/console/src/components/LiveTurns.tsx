@@ -8,6 +8,7 @@ import { useSession } from '../api/session';
 import type { FeedEvent } from '../api/types';
 import { formatUsd, shortId } from './format';
 import { ErrorNote, StatusBadge } from './status';
+import { useTenants } from './TenantPicker';
 
 interface TurnRow {
   turnId: string;
@@ -76,6 +77,9 @@ export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: str
   const queryClient = useQueryClient();
   const [, navigate] = useLocation();
   const [rows, setRows] = useState<Map<string, TurnRow>>(new Map());
+  const tenants = useTenants();
+  const tenantName = (id: string | undefined) =>
+    tenants.data?.find((tenant) => tenant.id === id)?.name ?? shortId(id ?? '—');
 
   const onEvent = useCallback(
     (event: FeedEvent) => {
@@ -142,7 +146,7 @@ export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: str
                       {row.conversationId}
                     </a>
                   </td>
-                  {session.isOperator && <td title={row.tenantId}>{shortId(row.tenantId ?? '—')}</td>}
+                  {session.isOperator && <td title={row.tenantId}>{tenantName(row.tenantId)}</td>}
                   <td>
                     <StatusBadge status={row.status} />
                   </td>

@@ -1,10 +1,14 @@
 // How figures read on every page: money in dollars (cents below one dollar), tokens grouped, times local.
 
-const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
 const count = new Intl.NumberFormat('en-US');
 
-export const formatUsd = (value: number | null | undefined): string =>
-  value === null || value === undefined ? '—' : usd.format(value);
+/** Dollars; amounts under a cent keep two significant digits (one turn of a small model costs $0.00004). */
+export const formatUsd = (value: number | null | undefined): string => {
+  if (value === null || value === undefined) return '—';
+  if (value !== 0 && Math.abs(value) < 0.01) return `$${Number(value.toPrecision(2))}`;
+  return usd.format(value);
+};
 
 export const formatCount = (value: number | null | undefined): string =>
   value === null || value === undefined ? '—' : count.format(value);

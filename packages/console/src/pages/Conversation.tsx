@@ -158,8 +158,8 @@ export const Conversation = ({ id }: { id: string }) => {
           const user = event.event === 'turn.started' ? userMessages[turns++] : undefined;
           return (
             <FragmentOf key={event.id}>
-              {user && <UserStep message={user} />}
               <EventStep event={event} conversation={state} tenantId={session.tenantId} />
+              {user && <UserStep message={user} />}
             </FragmentOf>
           );
         })}

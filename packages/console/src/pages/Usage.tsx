@@ -61,13 +61,21 @@ const UsageChart = ({ rows, groupBy }: { rows: UsageRow[]; groupBy: GroupBy }) =
           }
         />
         <Legend />
-        <Bar yAxisId="tokens" dataKey="promptTokens" name="Prompt tokens" stackId="tokens" fill="#5b7cfa" />
+        <Bar
+          yAxisId="tokens"
+          dataKey="promptTokens"
+          name="Prompt tokens"
+          stackId="tokens"
+          fill="#5b7cfa"
+          isAnimationActive={false}
+        />
         <Bar
           yAxisId="tokens"
           dataKey="completionTokens"
           name="Completion tokens"
           stackId="tokens"
           fill="#9db1ff"
+          isAnimationActive={false}
         />
         <Line
           yAxisId="cost"
@@ -76,6 +84,7 @@ const UsageChart = ({ rows, groupBy }: { rows: UsageRow[]; groupBy: GroupBy }) =
           stroke="#e8590c"
           strokeWidth={2}
           dot={groupBy !== 'day'}
+          isAnimationActive={false}
         />
       </ComposedChart>
     </ResponsiveContainer>
