@@ -98,95 +98,113 @@ const tenantFetch = (provider: Provider, settings: ChatModelSettings): typeof fe
   return settings.egressFetch;
 };
 
+/** A chat model for one call, and the key it calls with. */
+type BuiltChatModel = { chat: BaseChatModel; apiKey: string | undefined };
+
+const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
+  const {
+    apiKey,
+    baseUrl: baseURL,
+    fetch,
+  } = endpointOf('openai', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', settings);
+  const chat = new ChatOpenAI({
+    model,
+    apiKey,
+    configuration: { ...(baseURL ? { baseURL } : {}), ...(fetch ? { fetch } : {}) },
+    streaming: true,
+    streamUsage: true,
+    temperature: settings.temperature,
+    maxRetries: settings.maxRetries,
+  });
+  return { chat, apiKey };
+};
+
+const anthropicModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
+  const { apiKey, baseUrl, fetch } = endpointOf(
+    'anthropic',
+    'ANTHROPIC_API_KEY',
+    'ANTHROPIC_BASE_URL',
+    settings,
+  );
+  const chat = new ChatAnthropic({
+    model,
+    apiKey,
+    ...(baseUrl ? { anthropicApiUrl: baseUrl } : {}),
+    ...(fetch ? { clientOptions: { fetch } } : {}),
+    streaming: true,
+    streamUsage: true,
+    temperature: settings.temperature,
+    maxRetries: settings.maxRetries,
+  });
+  return { chat, apiKey };
+};
+
+const googleModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
+  // The Google client always calls the global fetch: a tenant endpoint could not be guarded.
+  if (settings.credentials.baseUrl) {
+    throw new ValidationError(
+      "the tenant's google provider config sets a baseUrl, which the Google client cannot call through the egress guard: PUT /v1/providers/google without baseUrl",
+      { field: 'baseUrl', details: { provider: 'google' } },
+    );
+  }
+  const { apiKey, baseUrl } = endpointOf('google', 'GOOGLE_API_KEY', 'GOOGLE_BASE_URL', settings);
+  const chat = new ChatGoogleGenerativeAI({
+    model,
+    apiKey,
+    ...(baseUrl ? { baseUrl } : {}),
+    streaming: true,
+    streamUsage: true,
+    temperature: settings.temperature,
+    maxRetries: settings.maxRetries,
+  });
+  return { chat, apiKey };
+};
+
+const ollamaModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
+  const { credentials, env } = settings;
+  // Ollama has no platform key: a tenant's server may go without one, but through the guard.
+  const tenant = credentials.baseUrl ? withScheme(credentials.baseUrl) : undefined;
+  const baseUrl = tenant ?? withScheme(env['OLLAMA_HOST'] || 'http://127.0.0.1:11434');
+  const fetch = tenant
+    ? withTenantAuthorization(tenantFetch('ollama', settings), credentials.apiKey)
+    : undefined;
+  const chat = new ChatOllama({
+    model,
+    baseUrl,
+    ...(fetch ? { fetch } : {}),
+    streaming: true,
+    temperature: settings.temperature,
+    maxRetries: settings.maxRetries,
+  });
+  return { chat, apiKey: credentials.apiKey };
+};
+
+const demoModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
+  if (model !== DEMO_MODEL_NAME) {
+    throw new ValidationError(`the demo provider has one model: "demo:${DEMO_MODEL_NAME}"`, {
+      field: 'model',
+    });
+  }
+  return { chat: new DemoChatModel({ wordDelayMs: settings.demoWordDelayMs }), apiKey: undefined };
+};
+
 /** The LangChain chat model for one call, streaming with usage reported. */
 export const buildChatModel = (
   provider: Provider,
   model: string,
   settings: ChatModelSettings,
-): { chat: BaseChatModel; apiKey: string | undefined } => {
-  const { credentials, temperature, maxRetries, env } = settings;
+): BuiltChatModel => {
   switch (provider) {
-    case 'openai': {
-      const {
-        apiKey,
-        baseUrl: baseURL,
-        fetch,
-      } = endpointOf(provider, 'OPENAI_API_KEY', 'OPENAI_BASE_URL', settings);
-      const chat = new ChatOpenAI({
-        model,
-        apiKey,
-        configuration: { ...(baseURL ? { baseURL } : {}), ...(fetch ? { fetch } : {}) },
-        streaming: true,
-        streamUsage: true,
-        temperature,
-        maxRetries,
-      });
-      return { chat, apiKey };
-    }
-    case 'anthropic': {
-      const { apiKey, baseUrl, fetch } = endpointOf(
-        provider,
-        'ANTHROPIC_API_KEY',
-        'ANTHROPIC_BASE_URL',
-        settings,
-      );
-      const chat = new ChatAnthropic({
-        model,
-        apiKey,
-        ...(baseUrl ? { anthropicApiUrl: baseUrl } : {}),
-        ...(fetch ? { clientOptions: { fetch } } : {}),
-        streaming: true,
-        streamUsage: true,
-        temperature,
-        maxRetries,
-      });
-      return { chat, apiKey };
-    }
-    case 'google': {
-      // The Google client always calls the global fetch: a tenant endpoint could not be guarded.
-      if (credentials.baseUrl) {
-        throw new ValidationError(
-          "the tenant's google provider config sets a baseUrl, which the Google client cannot call through the egress guard: PUT /v1/providers/google without baseUrl",
-          { field: 'baseUrl', details: { provider } },
-        );
-      }
-      const { apiKey, baseUrl } = endpointOf(provider, 'GOOGLE_API_KEY', 'GOOGLE_BASE_URL', settings);
-      const chat = new ChatGoogleGenerativeAI({
-        model,
-        apiKey,
-        ...(baseUrl ? { baseUrl } : {}),
-        streaming: true,
-        streamUsage: true,
-        temperature,
-        maxRetries,
-      });
-      return { chat, apiKey };
-    }
-    case 'ollama': {
-      // Ollama has no platform key: a tenant's server may go without one, but through the guard.
-      const tenant = credentials.baseUrl ? withScheme(credentials.baseUrl) : undefined;
-      const baseUrl = tenant ?? withScheme(env['OLLAMA_HOST'] || 'http://127.0.0.1:11434');
-      const fetch = tenant
-        ? withTenantAuthorization(tenantFetch(provider, settings), credentials.apiKey)
-        : undefined;
-      const chat = new ChatOllama({
-        model,
-        baseUrl,
-        ...(fetch ? { fetch } : {}),
-        streaming: true,
-        temperature,
-        maxRetries,
-      });
-      return { chat, apiKey: credentials.apiKey };
-    }
-    case 'demo': {
-      if (model !== DEMO_MODEL_NAME) {
-        throw new ValidationError(`the demo provider has one model: "demo:${DEMO_MODEL_NAME}"`, {
-          field: 'model',
-        });
-      }
-      return { chat: new DemoChatModel({ wordDelayMs: settings.demoWordDelayMs }), apiKey: undefined };
-    }
+    case 'openai':
+      return openAiModel(model, settings);
+    case 'anthropic':
+      return anthropicModel(model, settings);
+    case 'google':
+      return googleModel(model, settings);
+    case 'ollama':
+      return ollamaModel(model, settings);
+    case 'demo':
+      return demoModel(model, settings);
     default: {
       const unknown: never = provider;
       throw new ValidationError(`unknown model provider ${String(unknown)}`, { field: 'model' });
