@@ -14,6 +14,7 @@ COPY packages/events/package.json packages/events/
 COPY packages/tooling/package.json packages/tooling/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/testkit/package.json packages/testkit/
+COPY packages/console/package.json packages/console/
 COPY services/gateway/package.json services/gateway/
 COPY services/agent/package.json services/agent/
 COPY services/tools/package.json services/tools/
@@ -37,6 +38,7 @@ COPY --from=build /app/packages/events/package.json packages/events/
 COPY --from=build /app/packages/tooling/package.json packages/tooling/
 COPY --from=build /app/packages/runtime/package.json packages/runtime/
 COPY --from=build /app/packages/testkit/package.json packages/testkit/
+COPY --from=build /app/packages/console/package.json packages/console/
 COPY --from=build /app/services/gateway/package.json services/gateway/
 COPY --from=build /app/services/agent/package.json services/agent/
 COPY --from=build /app/services/tools/package.json services/tools/
@@ -59,6 +61,9 @@ COPY --from=build /app/services/audit/dist services/audit/dist
 COPY --from=build /app/services/pricing/dist services/pricing/dist
 # The model price catalogue the pricing service loads at start.
 COPY --from=build /app/services/pricing/catalogue services/pricing/catalogue
+# The operator console the gateway serves at /console: the built files only (its libraries are
+# bundled into them; packages/console has dev dependencies only).
+COPY --from=build /app/packages/console/dist packages/console/dist
 # The image's `node` user (uid 1000): nothing the service runs can write to /app.
 USER node
 ENV GRPC_HOST=0.0.0.0
