@@ -76,7 +76,9 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
   const quickTurn = async () => {
     platform.fake.on(
       lastUserMessageIncludes('hello'),
-      fakeReply.text('Hello! How can I help?', { usage: { promptTokens: 120_000, completionTokens: 30_000 } }),
+      fakeReply.text('Hello! How can I help?', {
+        usage: { promptTokens: 120_000, completionTokens: 30_000 },
+      }),
     );
     const created = await platform.request('POST', '/v1/conversations', acme.keys.editor, {
       agentId: 'support',
