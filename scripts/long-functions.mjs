@@ -11,7 +11,7 @@ import ts from 'typescript';
 const args = process.argv.slice(2);
 const maxIndex = args.indexOf('--max');
 const max = maxIndex >= 0 ? Number(args[maxIndex + 1]) : 50;
-const folders = args.filter((_, i) => i !== maxIndex && i !== maxIndex + 1);
+const folders = maxIndex >= 0 ? args.filter((_, i) => i !== maxIndex && i !== maxIndex + 1) : args;
 const roots = folders.length > 0 ? folders : ['services', 'packages/core'];
 
 const SKIPPED =

@@ -111,8 +111,16 @@ const attempt = async (
   if (checked) return checked;
   if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
 
-  if (builtin) return runBuiltin(builtin, request, deps, signal);
+  return builtin ? runBuiltin(builtin, request, deps, signal) : callWebhook(request, deps, signal);
+};
 
+/** A webhook tool's call: its URL, secret and timeout checked, then the WebhookExecutor's answer as the attempt. */
+const callWebhook = async (
+  request: ToolCallRequest,
+  deps: ToolCallDependencies,
+  signal: AbortSignal | undefined,
+): Promise<Attempted> => {
+  const { tool } = request;
   if (!tool.url) return misconfigured(`the webhook tool ${tool.name} has no URL`);
   if (!request.webhookSecret) {
     return misconfigured(

@@ -113,16 +113,7 @@ export class WebhookExecutor {
         error: { code: 'tool_misconfigured', message: 'the tool has no valid http(s) webhook URL' },
       };
     }
-    const body = Buffer.from(
-      JSON.stringify({
-        toolCallId: request.toolCallId,
-        conversationId: request.conversationId,
-        tenantId: request.tenantId,
-        args: request.args,
-      }),
-      'utf8',
-    );
-    const signature = signBody(request.secret, body);
+    const { body, signature } = signedBody(request);
     let failure: { error: ToolError; status?: number } = {
       error: { code: 'webhook_unreachable', message: 'the webhook was not called' },
     };
@@ -134,33 +125,16 @@ export class WebhookExecutor {
       if (outcome.kind === 'cancelled') throw new ToolCallCancelledError(signal?.reason);
       if (outcome.kind === 'final') {
         const { result } = outcome;
-        this.#onAttempt?.({
-          attempt,
-          status: result.status,
-          errorCode: result.ok ? undefined : result.error.code,
-          willRetry: false,
-          durationMs,
-        });
+        const errorCode = result.ok ? undefined : result.error.code;
+        this.#onAttempt?.({ attempt, status: result.status, errorCode, willRetry: false, durationMs });
         return result;
       }
       failure = outcome;
       const willRetry = attempt < this.#maxAttempts;
       const delayMs = willRetry ? backoffDelayMs(attempt, this.#backoff, this.#random) : undefined;
-      this.#onAttempt?.({
-        attempt,
-        status: outcome.status,
-        errorCode: outcome.error.code,
-        willRetry,
-        delayMs,
-        durationMs,
-      });
-      if (delayMs !== undefined) {
-        try {
-          await sleep(delayMs, signal);
-        } catch (error) {
-          throw new ToolCallCancelledError(error);
-        }
-      }
+      const { status, error } = outcome;
+      this.#onAttempt?.({ attempt, status, errorCode: error.code, willRetry, delayMs, durationMs });
+      if (delayMs !== undefined) await pauseBeforeRetry(delayMs, signal);
     }
     const attempts = this.#maxAttempts;
     return {
@@ -171,6 +145,7 @@ export class WebhookExecutor {
     };
   }
 
+  /** One signed POST of the call, within its timeout: a final answer, one worth retrying, or cancelled. */
   async #attempt(
     request: WebhookRequest,
     body: Buffer,
@@ -196,50 +171,30 @@ export class WebhookExecutor {
           'user-agent': this.#userAgent,
         },
       });
-      const { status } = response;
-      if (status >= 200 && status < 300)
-        return { kind: 'final', result: await this.#success(response, attempt) };
-      const snippet = await readSnippet(response);
-      const error = {
-        code: `webhook_status_${status}`,
-        message:
-          `the webhook answered ${status}${response.statusText ? ` ${response.statusText}` : ''}` +
-          (status >= 300 && status < 400 ? ' (redirects are not followed)' : '') +
-          (snippet ? `: ${snippet}` : ''),
-      };
-      if (status >= 500) return { kind: 'retryable', error, status };
-      return { kind: 'final', result: { ok: false, attempts: attempt, status, error } };
+      return await this.#answered(response, attempt);
     } catch (error) {
       if (request.signal?.aborted) return { kind: 'cancelled' };
-      const denied = egressDeniedIn(error);
-      if (denied) {
-        // Final: the URL points inside (or resolves there); retrying would not change that.
-        const result: WebhookResult = {
-          ok: false,
-          attempts: attempt,
-          error: { code: 'egress_denied', message: denied.message },
-        };
-        return { kind: 'final', result };
-      }
-      if (timeout.signal.aborted) {
-        return {
-          kind: 'retryable',
-          error: {
-            code: 'webhook_timeout',
-            message: `the webhook did not answer within ${request.timeoutMs} ms`,
-          },
-        };
-      }
-      return {
-        kind: 'retryable',
-        error: {
-          code: 'webhook_unreachable',
-          message: `the webhook could not be reached (${networkCause(error)})`,
-        },
-      };
+      return failedAttempt(error, attempt, timeout.signal.aborted ? request.timeoutMs : undefined);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** What an answer means: 2xx read as the result, 5xx worth retrying, anything else final. */
+  async #answered(response: Response, attempt: number): Promise<Attempt> {
+    const { status } = response;
+    if (status >= 200 && status < 300)
+      return { kind: 'final', result: await this.#success(response, attempt) };
+    const snippet = await readSnippet(response);
+    const error = {
+      code: `webhook_status_${status}`,
+      message:
+        `the webhook answered ${status}${response.statusText ? ` ${response.statusText}` : ''}` +
+        (status >= 300 && status < 400 ? ' (redirects are not followed)' : '') +
+        (snippet ? `: ${snippet}` : ''),
+    };
+    if (status >= 500) return { kind: 'retryable', error, status };
+    return { kind: 'final', result: { ok: false, attempts: attempt, status, error } };
   }
 
   async #success(response: Response, attempt: number): Promise<WebhookResult> {
@@ -278,6 +233,52 @@ export class WebhookExecutor {
 }
 
 /** A short, secret-free reason for a network failure (`ECONNREFUSED`, `ENOTFOUND`, …). */
+/** The body a webhook receives (its call's ids, tenant and arguments) and its signature. */
+const signedBody = (request: WebhookRequest): { body: Buffer; signature: string } => {
+  const { toolCallId, conversationId, tenantId, args } = request;
+  const body = Buffer.from(JSON.stringify({ toolCallId, conversationId, tenantId, args }), 'utf8');
+  return { body, signature: signBody(request.secret, body) };
+};
+
+/** Waits out the backoff before the next attempt; a cancel during it cancels the call. */
+const pauseBeforeRetry = async (delayMs: number, signal: AbortSignal | undefined): Promise<void> => {
+  try {
+    await sleep(delayMs, signal);
+  } catch (error) {
+    throw new ToolCallCancelledError(error);
+  }
+};
+
+/**
+ * An attempt that got no answer: refused by the egress guard (final: the URL points inside, or
+ * resolves there, and retrying would not change that), timed out (`timedOutAfterMs`) or not
+ * reached (both worth retrying).
+ */
+const failedAttempt = (error: unknown, attempt: number, timedOutAfterMs: number | undefined): Attempt => {
+  const denied = egressDeniedIn(error);
+  if (denied) {
+    const result: WebhookResult = {
+      ok: false,
+      attempts: attempt,
+      error: { code: 'egress_denied', message: denied.message },
+    };
+    return { kind: 'final', result };
+  }
+  if (timedOutAfterMs !== undefined) {
+    return {
+      kind: 'retryable',
+      error: { code: 'webhook_timeout', message: `the webhook did not answer within ${timedOutAfterMs} ms` },
+    };
+  }
+  return {
+    kind: 'retryable',
+    error: {
+      code: 'webhook_unreachable',
+      message: `the webhook could not be reached (${networkCause(error)})`,
+    },
+  };
+};
+
 const networkCause = (error: unknown): string => {
   const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
   if (cause && typeof cause.code === 'string') return cause.code;

@@ -25,6 +25,7 @@ import { recordToolCallExecuted } from './record-outcome.js';
 import type { RunningCall } from './running-calls.js';
 import { RunningCalls } from './running-calls.js';
 import type { TenantTools } from './tenant-tools.js';
+import type { ResolvedTool } from './tenant-tools.js';
 import { resolveTool } from './tenant-tools.js';
 
 /** Durable name of the tools service's consumer of conversation events. */
@@ -159,7 +160,6 @@ export class ToolCallConsumer {
   }
 
   async #run(event: RecordedEvent, trigger: CallTrigger): Promise<void> {
-    const { store } = this.#deps;
     const { tenantId } = event;
     const conversationId = parseStreamName(event.streamName).id;
     const { toolCallId, turnId } = trigger;
@@ -173,65 +173,100 @@ export class ToolCallConsumer {
     const running = this.#runningCalls.add(tenantId, conversationId, turnId);
     let call: RequestedCall | undefined;
     try {
-      const outcomeStream = streamName(TOOL_CALL_CATEGORY, toolCallId);
-      if ((await store.streamVersion(tenantId, outcomeStream)) > 0) {
-        log.debug({ trigger: event.type }, 'tool call outcome already recorded');
-        return;
-      }
-      const found = await this.#findCall(event, toolCallId);
-      call = found.call;
-      if (!call) {
-        log.warn({ trigger: event.type }, 'no ToolCallRequested for this tool call; nothing to run');
-        return;
-      }
-      const skip = skipReason(found.later, call);
-      if (skip) {
-        log.info({ tool: call.name, reason: skip }, 'tool call not run');
-        return;
-      }
+      call = await this.#callToRun(event, toolCallId, log);
+      if (!call) return;
       const outcome = await this.#execute(tenantId, conversationId, call, trigger, running, log);
-      // A call answered from the ledger ran before (and was counted then).
-      if (outcome.execution !== 'replayed') {
-        this.#deps.metrics?.toolCall(
-          outcome.kind ?? 'unknown',
-          outcome.execution === 'refused' ? 'refused' : outcome.ok ? 'ok' : 'error',
-          outcome.durationMs / 1000,
-        );
-      }
-      const recorded = await recordToolCallExecuted(store, {
-        trigger: event,
-        conversationId,
-        call,
-        outcome,
-        at: this.#deps.now?.() ?? new Date(),
-      });
-      if (recorded === 'recorded-too-large') {
-        log.warn({ tool: call.name }, 'tool result too large for the log; recorded as a tool error');
-      }
-      log.info(
-        {
-          tool: call.name,
-          ok: outcome.ok,
-          attempts: outcome.attempts,
-          durationMs: outcome.durationMs,
-          execution: outcome.execution,
-          ...(outcome.ok ? {} : { errorCode: outcome.error.code }),
-          ...(recorded === 'already-recorded' ? { recordedBy: 'another instance' } : {}),
-        },
-        'tool call executed',
-      );
+      await this.#record(event, conversationId, call, outcome, log);
     } catch (error) {
-      if (error instanceof ToolCallCancelledError && call) {
-        if (running.reason === 'turn-cancelled' && (await this.#turnCancelled(event, call))) {
-          log.info({ tool: call.name }, 'tool call aborted: its turn was cancelled; nothing recorded');
-          return;
-        }
-        log.info({ tool: call.name, reason: running.reason }, 'tool call aborted; it goes back to the bus');
-      }
+      if (
+        error instanceof ToolCallCancelledError &&
+        call &&
+        (await this.#turnWasCancelled(event, call, running, log))
+      )
+        return;
       throw error;
     } finally {
       this.#runningCalls.release(tenantId, conversationId, turnId, running);
     }
+  }
+
+  /** The requested call when it is still to run: no outcome recorded yet, found, and not skipped. */
+  async #callToRun(
+    event: RecordedEvent,
+    toolCallId: string,
+    log: KeelLogger,
+  ): Promise<RequestedCall | undefined> {
+    const outcomeStream = streamName(TOOL_CALL_CATEGORY, toolCallId);
+    if ((await this.#deps.store.streamVersion(event.tenantId, outcomeStream)) > 0) {
+      log.debug({ trigger: event.type }, 'tool call outcome already recorded');
+      return undefined;
+    }
+    const { call, later } = await this.#findCall(event, toolCallId);
+    if (!call) {
+      log.warn({ trigger: event.type }, 'no ToolCallRequested for this tool call; nothing to run');
+      return undefined;
+    }
+    const skip = skipReason(later, call);
+    if (skip) {
+      log.info({ tool: call.name, reason: skip }, 'tool call not run');
+      return undefined;
+    }
+    return call;
+  }
+
+  /** Counts the outcome (unless answered from the ledger: counted when it ran) and records it in the log. */
+  async #record(
+    event: RecordedEvent,
+    conversationId: string,
+    call: RequestedCall,
+    outcome: Outcome,
+    log: KeelLogger,
+  ): Promise<void> {
+    if (outcome.execution !== 'replayed') {
+      this.#deps.metrics?.toolCall(
+        outcome.kind ?? 'unknown',
+        outcome.execution === 'refused' ? 'refused' : outcome.ok ? 'ok' : 'error',
+        outcome.durationMs / 1000,
+      );
+    }
+    const at = this.#deps.now?.() ?? new Date();
+    const recorded = await recordToolCallExecuted(this.#deps.store, {
+      trigger: event,
+      conversationId,
+      call,
+      outcome,
+      at,
+    });
+    if (recorded === 'recorded-too-large') {
+      log.warn({ tool: call.name }, 'tool result too large for the log; recorded as a tool error');
+    }
+    log.info(
+      {
+        tool: call.name,
+        ok: outcome.ok,
+        attempts: outcome.attempts,
+        durationMs: outcome.durationMs,
+        execution: outcome.execution,
+        ...(outcome.ok ? {} : { errorCode: outcome.error.code }),
+        ...(recorded === 'already-recorded' ? { recordedBy: 'another instance' } : {}),
+      },
+      'tool call executed',
+    );
+  }
+
+  /** A call aborted by a cancel signal: true when its turn was cancelled (nothing to record); else it goes back to the bus. */
+  async #turnWasCancelled(
+    event: RecordedEvent,
+    call: RequestedCall,
+    running: RunningCall,
+    log: KeelLogger,
+  ): Promise<boolean> {
+    if (running.reason === 'turn-cancelled' && (await this.#turnCancelled(event, call))) {
+      log.info({ tool: call.name }, 'tool call aborted: its turn was cancelled; nothing recorded');
+      return true;
+    }
+    log.info({ tool: call.name, reason: running.reason }, 'tool call aborted; it goes back to the bus');
+    return false;
   }
 
   /** The requested call, and the conversation's events after it. */
@@ -272,23 +307,14 @@ export class ToolCallConsumer {
     const tenant = await deps.tenantTools.get(tenantId);
     const tool = resolveTool(call.name, tenant, deps.builtins);
     if (!tool) return { ...failure('unknown_tool', `there is no tool named ${call.name}`), kind: 'unknown' };
-    let webhookSecret: string | undefined;
-    if (tool.kind === 'webhook' && tool.webhookSecret) {
-      try {
-        if (!deps.secrets) throw new Error('KEEL_MASTER_KEY is not set');
-        webhookSecret = deps.secrets.open(tool.webhookSecret, `${tenantId}/webhook`);
-      } catch (error) {
-        // A platform fault (master key), not the tenant's: the operator reads why, the model only that it failed.
-        log.error(
-          { tool: call.name, reason: error instanceof Error ? error.message : 'unknown' },
-          'the tenant webhook secret does not open',
-        );
-        return {
-          ...failure('tool_misconfigured', `the tools service could not sign the call to ${call.name}`),
-          kind: tool.kind,
-        };
-      }
+    const secret = this.#webhookSecret(tenantId, tool, call.name, log);
+    if (!secret.opened) {
+      return {
+        ...failure('tool_misconfigured', `the tools service could not sign the call to ${call.name}`),
+        kind: tool.kind,
+      };
     }
+    const { webhookSecret } = secret;
     // A `refused` result (the tool needs an approval now, though the call was requested without
     // one) is recorded too: nothing ran, and the turn goes on instead of waiting for an approval
     // nobody was asked for.
@@ -313,6 +339,30 @@ export class ToolCallConsumer {
       { signal: running.controller.signal },
     );
     return { ...result, kind: tool.kind };
+  }
+
+  /** A webhook tool's signing secret, opened (none for other tools or an unsigned webhook). */
+  #webhookSecret(
+    tenantId: string,
+    tool: ResolvedTool,
+    name: string,
+    log: KeelLogger,
+  ): { opened: true; webhookSecret?: string } | { opened: false } {
+    if (tool.kind !== 'webhook' || !tool.webhookSecret) return { opened: true };
+    try {
+      if (!this.#deps.secrets) throw new Error('KEEL_MASTER_KEY is not set');
+      return {
+        opened: true,
+        webhookSecret: this.#deps.secrets.open(tool.webhookSecret, `${tenantId}/webhook`),
+      };
+    } catch (error) {
+      // A platform fault (master key), not the tenant's: the operator reads why, the model only that it failed.
+      log.error(
+        { tool: name, reason: error instanceof Error ? error.message : 'unknown' },
+        'the tenant webhook secret does not open',
+      );
+      return { opened: false };
+    }
   }
 }
 
