@@ -33,7 +33,7 @@ const exportedSeries = async (): Promise<Map<string, Set<string>>> => {
     const labels = new Set(
       (registry.getSingleMetric(metric.name) as unknown as { labelNames?: string[] }).labelNames ?? [],
     );
-    if (metric.type === ('histogram' as typeof metric.type)) {
+    if (String(metric.type) === 'histogram') {
       series.set(`${metric.name}_bucket`, new Set([...labels, 'le']));
       series.set(`${metric.name}_sum`, labels);
       series.set(`${metric.name}_count`, labels);

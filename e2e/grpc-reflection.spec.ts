@@ -29,6 +29,7 @@ const SERVED: Record<Service, string[]> = {
     'keel.conversations.v1.ConversationService',
     'keel.pricing.v1.PricingService',
     'keel.usage.v1.UsageService',
+    'keel.operator.v1.OperatorService',
   ],
   agent: [HEALTH, 'keel.agent.v1.AgentService'],
   tools: [HEALTH],

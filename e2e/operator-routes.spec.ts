@@ -7,11 +7,15 @@
 // budget and cost this month; dead letters listed and replayed. Every role and another tenant's
 // view checked; bad input is 400 problem+json and changes nothing.
 import { randomUUID } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
 import type { RecordedEvent } from '@keel/core';
 import { MongoDeadLetterStore, MongoEventStore } from '@keel/core/mongodb';
+import { OperatorServiceService } from '@keel/proto/keel/operator/v1/operator';
+import { GrpcClient } from '@keel/runtime';
 import type { ProcessHandle, SseStream } from '@keel/testkit';
 import { eventually, fakeReply, freePort, lastUserMessageIncludes, openSse } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf } from './support/grpc-client.js';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
 import type { Answer } from './support/http.js';
@@ -211,6 +215,44 @@ describe('operator console routes (gateway, agent, tools, pricing, audit as proc
     refused(await get('/v1/operator/events', acme.keys.admin), 403, 'forbidden');
     refused(await get('/v1/events', platform.operatorKey), 403, 'forbidden');
     refused(await get('/v1/operator/events?tenantId=tn_nope', platform.operatorKey), 404, 'not_found');
+
+    // The same over gRPC (keel.operator.v1.OperatorService), for services inside the platform.
+    const grpc = new GrpcClient(platform.grpcAddress, { deadlineMs: 30_000 });
+    try {
+      const as = (key: string, extra: Record<string, string> = {}) => ({
+        metadata: { authorization: `Bearer ${key}`, ...extra },
+      });
+      const list = (key: string, tenantId = '', extra: Record<string, string> = {}) =>
+        grpc.unary(OperatorServiceService.listPendingApprovals, { tenantId }, as(key, extra));
+      const expected = {
+        data: rows.map(({ args, message, ...row }) => ({
+          ...row,
+          argsJson: JSON.stringify(args),
+          message: message ?? '',
+        })),
+      };
+      expect(await list(platform.operatorKey)).toEqual(expected);
+      expect(await list(acme.keys.admin)).toEqual(expected);
+      expect(await list(platform.operatorKey, '', { 'x-keel-tenant': acme.id })).toEqual(expected);
+      expect(await list(globex.keys.admin)).toEqual({ data: [] });
+      expect(await list(platform.operatorKey, globex.id)).toEqual({ data: [] });
+      expect(await codeOf(list(acme.keys.editor))).toBe(status.PERMISSION_DENIED);
+      expect(await codeOf(list(platform.operatorKey, 'tn_nope'))).toBe(status.NOT_FOUND);
+      expect(await codeOf(list(acme.keys.admin, globex.id))).toBe(status.INVALID_ARGUMENT);
+      const overviewOf = (key: string, tz = '') =>
+        grpc.unary(OperatorServiceService.getOverview, { tz }, as(key));
+      expect(await overviewOf(platform.operatorKey)).toMatchObject({
+        tenants: 2,
+        turnsRunning: 1,
+        approvalsPending: 1,
+        clientCallsPending: 0,
+      });
+      expect(await codeOf(overviewOf(acme.keys.admin))).toBe(status.PERMISSION_DENIED);
+      expect(await codeOf(overviewOf(platform.operatorKey, 'Mars/Olympus'))).toBe(status.INVALID_ARGUMENT);
+      expect(await codeOf(overviewOf('keel_not_a_key'))).toBe(status.UNAUTHENTICATED);
+    } finally {
+      grpc.close();
+    }
   });
 
   it('the operator acting for the tenant approves; the turn completes; the audit trail names the operator', async () => {

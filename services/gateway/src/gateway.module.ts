@@ -28,6 +28,8 @@ import { TurnFeedService } from './feed/turn-feed.service.js';
 import { LogFeedController } from './feed/log-feed.controller.js';
 import { DeadLettersController } from './operator/dead-letters.controller.js';
 import { OperatorController } from './operator/operator.controller.js';
+import { OperatorGrpcController } from './operator/operator.grpc.js';
+import { OverviewService } from './operator/overview.service.js';
 import { KeyUsage } from './tenants/key-usage.js';
 import { KeysController } from './tenants/keys.controller.js';
 import { TenantDirectory } from './tenants/tenant-directory.js';
@@ -58,6 +60,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     ConversationsGrpcController,
     PricingGrpcController,
     UsageGrpcController,
+    OperatorGrpcController,
   ],
   providers: [
     { provide: APP_FILTER, useClass: ProblemFilter },
@@ -94,6 +97,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     EventsFeedService,
     TurnFeedService,
     ActivityProjection,
+    OverviewService,
   ],
 })
 export class GatewayModule {}

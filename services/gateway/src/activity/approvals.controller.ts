@@ -1,4 +1,3 @@
-import { NotFoundError } from '@keel/core';
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
 import { Caller } from '../auth/principal.js';
@@ -7,6 +6,7 @@ import { fail } from '../config/request-fields.js';
 import { TenantDirectory } from '../tenants/tenant-directory.js';
 import type { PendingApproval } from './activity.js';
 import { ActivityProjection } from './activity.service.js';
+import { pendingApprovalsFor } from './pending-approvals.js';
 
 /** A query parameter given at most once, as a string (undefined when absent). */
 const single = (value: unknown, field: string): string | undefined => {
@@ -36,15 +36,6 @@ export class ApprovalsController {
     const status = single(query.status, 'status') ?? 'pending';
     if (status !== 'pending') return fail('status', `status must be pending, got ${JSON.stringify(status)}`);
     const named = single(query.tenantId, 'tenantId');
-    if (caller.kind === 'tenant') {
-      if (named !== undefined && named !== caller.tenantId)
-        return fail('tenantId', 'tenantId is for the operator key: a tenant key reads its own tenant');
-      return { data: await this.activity.pendingApprovals(caller.tenantId) };
-    }
-    if (named !== undefined) {
-      await this.directory.catchUp();
-      if (!this.directory.tenant(named)) throw new NotFoundError(`tenant ${named} not found`);
-    }
-    return { data: await this.activity.pendingApprovals(named) };
+    return { data: await pendingApprovalsFor(caller, named, this.activity, this.directory) };
   }
 }

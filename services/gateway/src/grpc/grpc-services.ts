@@ -5,4 +5,5 @@ export const GATEWAY_GRPC_SERVICES: readonly GrpcServiceDefinition[] = [
   { package: 'keel.conversations.v1', protoFile: 'keel/conversations/v1/conversations.proto' },
   { package: 'keel.pricing.v1', protoFile: 'keel/pricing/v1/pricing.proto' },
   { package: 'keel.usage.v1', protoFile: 'keel/usage/v1/usage.proto' },
+  { package: 'keel.operator.v1', protoFile: 'keel/operator/v1/operator.proto' },
 ];
