@@ -4,12 +4,15 @@
 // the operator sees a tenant and its cost this month, watches a turn appear live while it runs,
 // opens it, approves its pending approval with the button and sees the turn complete; usage
 // switches time zone and the chart moves to the other calendar day; the CSV's totals are those of
-// GET /v1/usage; bad input (budget -5, empty tenant name) shows a message and changes nothing; a
-// key that stops working sends the console back to sign-in; a tenant admin sees no other tenant.
+// GET /v1/usage; another approval is denied; a dead letter is replayed; bad input (budget -5,
+// empty tenant name) shows a message and changes nothing; a key that stops working sends the
+// console back to sign-in; a tenant admin sees no other tenant.
 // A screenshot of each page goes to CONSOLE_SCREENSHOTS (docs/console to refresh the README's).
+import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MongoDeadLetterStore, MongoEventStore } from '@keel/core/mongodb';
 import type { ProcessHandle } from '@keel/testkit';
 import { eventually, fakeReply, freePort, lastUserMessageIncludes } from '@keel/testkit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -297,18 +300,78 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     expect(api.totals.turns).toBe(2);
   });
 
-  it('dead letters: the page answers (none here)', async () => {
-    await goTo('Dead letters');
+  it('denies a pending approval with the button: the model gets the refusal and the turn ends', async () => {
+    platform.fake.on(
+      lastUserMessageIncludes('refund 5 on C-3'),
+      fakeReply.toolCall('refund', { id: 'C-3', amount: 5 }),
+      fakeReply.text('The refund of C-3 was not approved.'),
+    );
+    const created = await platform.request('POST', '/v1/conversations', acme.keys.editor, {
+      agentId: 'support',
+    });
+    const id = ((await created.json()) as { id: string }).id;
+    await platform.request('POST', `/v1/conversations/${id}/messages`, acme.keys.editor, {
+      content: 'Please refund 5 on C-3',
+    });
+    await goTo('Approvals');
+    const card = page.getByRole('listitem').filter({ hasText: '"C-3"' });
+    await card.getByRole('button', { name: 'Deny' }).click({ timeout: 30_000 });
     await expect
       .poll(
         async () =>
-          (await page.getByText('No dead letters').count()) + (await page.getByRole('table').count()),
+          ((await get(`/v1/conversations/${id}`, acme.keys.editor)).body as { status: string }).status,
         {
-          timeout: 15_000,
+          timeout: 30_000,
         },
       )
-      .toBeGreaterThan(0);
+      .toBe('idle');
+    const state = (await get(`/v1/conversations/${id}`, acme.keys.editor)).body as {
+      messages: Array<{ role: string; content: string }>;
+    };
+    expect(state.messages.at(-1)).toMatchObject({
+      role: 'assistant',
+      content: 'The refund of C-3 was not approved.',
+    });
+    expect(platform.webhook.hits.filter((hit) => hit.body.conversationId === id)).toHaveLength(0);
+  });
+
+  it('dead letters: listed, replayed with the button, then gone', async () => {
+    const store = await MongoEventStore.connect(platform.env.MONGODB_URL!);
+    const id = `dl-${randomUUID()}`;
+    try {
+      await new MongoDeadLetterStore(store.db).record({
+        id,
+        consumer: 'agent-conversation-index',
+        tenantId: acme.id,
+        event: {
+          eventId: randomUUID(),
+          type: 'PhaseChanged',
+          data: { turnId: 't', from: 'a', to: 'b', toolCallId: 'x', at: new Date().toISOString() },
+          metadata: { correlationId: 'console-dead-letter' },
+          tenantId: acme.id,
+          streamName: `conversation-${conversationId}`,
+          version: 999,
+          globalPosition: 999_999,
+          commitId: randomUUID(),
+          recordedAt: new Date().toISOString(),
+        },
+        error: 'handler failed: boom',
+        deliveryCount: 5,
+        deadAt: new Date().toISOString(),
+      });
+    } finally {
+      await store.close();
+    }
+    await goTo('Dead letters');
+    const row = page.getByRole('row').filter({ hasText: 'handler failed: boom' });
+    await expect
+      .poll(async () => row.textContent(), { timeout: 15_000 })
+      .toContain('agent-conversation-index');
     await shoot('dead-letters');
+    await row.getByRole('button', { name: 'Replay' }).click();
+    await expect.poll(async () => page.getByRole('status').filter({ hasText: 'queued' }).count()).toBe(1);
+    await expect.poll(async () => row.count(), { timeout: 15_000 }).toBe(0);
+    expect(((await get('/v1/dead-letters')).body as { data: unknown[] }).data).toEqual([]);
   });
 
   it('works at phone width: every page link reachable, nothing wider than the screen', async () => {

@@ -5,10 +5,16 @@ import type { DeadLetter } from '../api/types';
 import { formatTime, shortId } from '../components/format';
 import { PageTitle } from '../components/Layout';
 import { ErrorNote, Loading, Notice } from '../components/status';
+import { useTenants } from '../components/TenantPicker';
 
 export const DeadLetters = () => {
   const session = useSession();
   const queryClient = useQueryClient();
+  const tenants = useTenants();
+  const tenantName = (id: string | null | undefined) =>
+    session.isOperator
+      ? (tenants.data?.find((tenant) => tenant.id === id)?.name ?? shortId(id ?? '—'))
+      : (session.me.tenant?.name ?? '—');
   const letters = useQuery({
     queryKey: ['dead-letters', session.key],
     queryFn: () => session.call<{ data: DeadLetter[] }>('/v1/dead-letters').then((b) => b.data),
@@ -52,7 +58,7 @@ export const DeadLetters = () => {
                     <td>{formatTime(letter.failedAt)}</td>
                     <td>{letter.consumer}</td>
                     <td>{letter.eventType}</td>
-                    <td title={letter.tenantId ?? ''}>{shortId(letter.tenantId ?? '—')}</td>
+                    <td title={letter.tenantId ?? ''}>{tenantName(letter.tenantId)}</td>
                     <td className="num">{letter.attempts}</td>
                     <td className="wrap">{letter.error}</td>
                     <td>
