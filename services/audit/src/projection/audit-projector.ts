@@ -112,16 +112,29 @@ export class AuditProjector {
 
   /** Applies one page; every write is idempotent, so a failure part way is retried whole. */
   async applyPage(events: readonly RecordedEvent[], lastPosition: number): Promise<void> {
-    const pageTurns = new Map<string, TurnInfo>();
-    const entries: AuditEntry[] = [];
-    for (const event of events) {
-      const turn = turnInfoOf(event);
-      if (turn) pageTurns.set(turn.key, { ...pageTurns.get(turn.key), ...turn.info });
-      const entry = auditEntryOf(event);
-      if (entry) entries.push(entry);
-    }
+    const { pageTurns, entries } = turnsAndEntriesOf(events);
     for (const [key, info] of pageTurns) this.rememberTurn(key, { ...this.turns.get(key), ...info });
+    const facts = await this.usageFactsOf(events, lastPosition);
+    const { set, counted } = await this.rolledUp(facts);
+    const changed = set.changed(lastPosition);
+    await Promise.all([
+      this.storage.saveTurns(pageTurns),
+      this.storage.appendAudit(entries),
+      this.storage.saveMonths(changed.months),
+      this.storage.saveDays(changed.days),
+    ]);
+    // Once durable: a page that failed part way is retried whole and counts its facts then.
+    for (const fact of counted) if (fact.totals[2] > 0) this.onCost?.(fact.tenantId, fact.totals[2] / 1e9);
+    for (const doc of set.months.values()) this.cache(this.months, doc);
+    for (const doc of set.days.values()) this.cache(this.days, doc);
+    this.stats.usageEvents += facts.length;
+  }
 
+  /** The page's usage facts at their log positions, each with its turn's user and agent (loaded when not known). */
+  private async usageFactsOf(
+    events: readonly RecordedEvent[],
+    lastPosition: number,
+  ): Promise<Array<{ fact: UsageFact; position: number }>> {
     const usage = events.filter((e) => isEvent<UsageRecorded>(e, 'UsageRecorded'));
     const missing = [
       ...new Set(usage.map((e) => turnKey(e.tenantId, e.data.turnId)).filter((key) => !this.turns.has(key))),
@@ -135,35 +148,29 @@ export class AuditProjector {
       const fact = usageFactOf(event, this.turns.get(key));
       if (fact) facts.push({ fact, position: event.globalPosition ?? lastPosition });
     }
+    return facts;
+  }
 
+  /** The rollup documents the facts touch (cached or loaded), each fact applied; `counted`: those not in them before. */
+  private async rolledUp(
+    facts: ReadonlyArray<{ fact: UsageFact; position: number }>,
+  ): Promise<{ set: RollupSet; counted: UsageFact[] }> {
     const set = new RollupSet();
     const counted: UsageFact[] = [];
-    if (facts.length > 0) {
-      const monthIds = new Set<string>();
-      const dayIds = new Set<string>();
-      for (const { fact } of facts) {
-        const ids = RollupSet.idsOf(fact);
-        monthIds.add(ids.month);
-        for (const id of ids.days) dayIds.add(id);
-      }
-      set.load(
-        await this.cachedOrLoaded(this.months, [...monthIds], (ids) => this.storage.loadMonths(ids)),
-        await this.cachedOrLoaded(this.days, [...dayIds], (ids) => this.storage.loadDays(ids)),
-      );
-      for (const { fact, position } of facts) if (set.apply(fact, position)) counted.push(fact);
+    if (facts.length === 0) return { set, counted };
+    const monthIds = new Set<string>();
+    const dayIds = new Set<string>();
+    for (const { fact } of facts) {
+      const ids = RollupSet.idsOf(fact);
+      monthIds.add(ids.month);
+      for (const id of ids.days) dayIds.add(id);
     }
-    const changed = set.changed(lastPosition);
-    await Promise.all([
-      this.storage.saveTurns(pageTurns),
-      this.storage.appendAudit(entries),
-      this.storage.saveMonths(changed.months),
-      this.storage.saveDays(changed.days),
-    ]);
-    // Once durable: a page that failed part way is retried whole and counts its facts then.
-    for (const fact of counted) if (fact.totals[2] > 0) this.onCost?.(fact.tenantId, fact.totals[2] / 1e9);
-    for (const doc of set.months.values()) this.cache(this.months, doc);
-    for (const doc of set.days.values()) this.cache(this.days, doc);
-    this.stats.usageEvents += facts.length;
+    set.load(
+      await this.cachedOrLoaded(this.months, [...monthIds], (ids) => this.storage.loadMonths(ids)),
+      await this.cachedOrLoaded(this.days, [...dayIds], (ids) => this.storage.loadDays(ids)),
+    );
+    for (const { fact, position } of facts) if (set.apply(fact, position)) counted.push(fact);
+    return { set, counted };
   }
 
   private async cachedOrLoaded<B>(
@@ -193,3 +200,18 @@ export class AuditProjector {
     this.saved = -1;
   }
 }
+
+/** What a page tells the turn index (merged per turn) and the audit trail's entries. */
+const turnsAndEntriesOf = (
+  events: readonly RecordedEvent[],
+): { pageTurns: Map<string, TurnInfo>; entries: AuditEntry[] } => {
+  const pageTurns = new Map<string, TurnInfo>();
+  const entries: AuditEntry[] = [];
+  for (const event of events) {
+    const turn = turnInfoOf(event);
+    if (turn) pageTurns.set(turn.key, { ...pageTurns.get(turn.key), ...turn.info });
+    const entry = auditEntryOf(event);
+    if (entry) entries.push(entry);
+  }
+  return { pageTurns, entries };
+};

@@ -58,8 +58,46 @@ const dayIndexOf = (starts: readonly number[], q: number): number => {
  */
 export const answerUsage = async (reader: RollupReader, query: UsageQuery): Promise<UsageAnswer> => {
   const { dates, starts } = dayBounds(query);
-  const first = starts[0]!;
-  const end = starts[starts.length - 1]!;
+  const range: QuarterRange = { first: starts[0]!, end: starts[starts.length - 1]! };
+  const sums: Sums = { totals: zero(), byDay: dates.map(() => zero()), byKey: {} };
+  const cutDays = await addFromMonths(reader, query, range, starts, sums);
+  if (query.groupBy !== 'day' && cutDays.length > 0)
+    await addFromCutDays(reader, query, range, cutDays, sums);
+  const { totals, byDay, byKey } = sums;
+  const rows: UsageRow[] =
+    query.groupBy === 'day'
+      ? dates.flatMap((key, i) => (byDay[i]![4] > 0 ? [{ key, ...figuresOf(byDay[i]!) }] : []))
+      : Object.keys(byKey)
+          .filter((key) => byKey[key]![4] > 0)
+          .sort()
+          .map((key) => ({ key, ...figuresOf(byKey[key]!) }));
+  return { totals: figuresOf(totals), rows };
+};
+
+/** The 15-minute buckets of a query: `first` included, `end` excluded. */
+interface QuarterRange {
+  first: number;
+  end: number;
+}
+
+/** What a query adds up: the totals, per local day, per key of the dimension grouped by. */
+interface Sums {
+  totals: Totals;
+  byDay: Totals[];
+  byKey: Record<string, Totals>;
+}
+
+/**
+ * Adds the month documents' buckets in the range to the totals (and per local day), and the
+ * per-key totals of the UTC days wholly inside it; returns the UTC days the range cuts.
+ */
+const addFromMonths = async (
+  reader: RollupReader,
+  query: UsageQuery,
+  { first, end }: QuarterRange,
+  starts: readonly number[],
+  sums: Sums,
+): Promise<number[]> => {
   const firstDay = Math.floor((first * QUARTER_MS) / DAY_MS);
   const lastDay = Math.ceil((end * QUARTER_MS) / DAY_MS); // exclusive
   const monthIds = new Set<string>();
@@ -67,10 +105,6 @@ export const answerUsage = async (reader: RollupReader, query: UsageQuery): Prom
     monthIds.add(`${query.tenantId}|${utcDateOf(day * DAY_MS).slice(0, 7)}`);
   }
   const months = await reader.loadMonths([...monthIds]);
-
-  const totals = zero();
-  const byDay = dates.map(() => zero());
-  const byKey: Record<string, Totals> = {};
   const cutDays: number[] = [];
   for (let day = firstDay; day < lastDay; day++) {
     const date = utcDateOf(day * DAY_MS);
@@ -82,36 +116,35 @@ export const answerUsage = async (reader: RollupReader, query: UsageQuery): Prom
     for (const [slot, value] of Object.entries(entry.s)) {
       const q = dayFirst + Number(slot);
       if (q < first || q >= end) continue;
-      addInto(totals, value);
-      if (query.groupBy === 'day') addInto(byDay[dayIndexOf(starts, q)]!, value);
+      addInto(sums.totals, value);
+      if (query.groupBy === 'day') addInto(sums.byDay[dayIndexOf(starts, q)]!, value);
     }
     if (whole && query.groupBy !== 'day') {
       const perKey = { model: entry.m, user: entry.u, agent: entry.a ?? {} }[query.groupBy];
-      for (const [key, value] of Object.entries(perKey)) {
-        addAt(byKey, key, value);
-      }
+      for (const [key, value] of Object.entries(perKey)) addAt(sums.byKey, key, value);
     }
   }
-  if (query.groupBy !== 'day' && cutDays.length > 0) {
-    // Only the dimension grouped by: a day document of it holds each bucket's totals per id.
-    const idOf = (day: number): string => `${query.tenantId}|${utcDateOf(day * DAY_MS)}|${query.groupBy}`;
-    const days = await reader.loadDays(cutDays.map(idOf));
-    for (const day of cutDays) {
-      const doc = days.get(idOf(day));
-      if (!doc) continue;
-      for (const [slot, byId] of Object.entries(doc.body.q)) {
-        const q = day * QUARTERS_PER_DAY + Number(slot);
-        if (q < first || q >= end) continue;
-        for (const [key, value] of Object.entries(byId)) addAt(byKey, key, value);
-      }
+  return cutDays;
+};
+
+/** Adds, per key, the buckets in the range of the days the range cuts, from their day documents. */
+const addFromCutDays = async (
+  reader: RollupReader,
+  query: UsageQuery,
+  { first, end }: QuarterRange,
+  cutDays: readonly number[],
+  sums: Sums,
+): Promise<void> => {
+  // Only the dimension grouped by: a day document of it holds each bucket's totals per id.
+  const idOf = (day: number): string => `${query.tenantId}|${utcDateOf(day * DAY_MS)}|${query.groupBy}`;
+  const days = await reader.loadDays(cutDays.map(idOf));
+  for (const day of cutDays) {
+    const doc = days.get(idOf(day));
+    if (!doc) continue;
+    for (const [slot, byId] of Object.entries(doc.body.q)) {
+      const q = day * QUARTERS_PER_DAY + Number(slot);
+      if (q < first || q >= end) continue;
+      for (const [key, value] of Object.entries(byId)) addAt(sums.byKey, key, value);
     }
   }
-  const rows: UsageRow[] =
-    query.groupBy === 'day'
-      ? dates.flatMap((key, i) => (byDay[i]![4] > 0 ? [{ key, ...figuresOf(byDay[i]!) }] : []))
-      : Object.keys(byKey)
-          .filter((key) => byKey[key]![4] > 0)
-          .sort()
-          .map((key) => ({ key, ...figuresOf(byKey[key]!) }));
-  return { totals: figuresOf(totals), rows };
 };
