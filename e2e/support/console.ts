@@ -1,34 +1,29 @@
-// The operator console in a real browser for end-to-end tests: the console's build (made here when
-// a fresh clone has none: the gateway serves packages/console/dist) and Debian's Chromium driven
-// by playwright-core (`npx playwright install` cannot download a browser here; .ci/run installs
-// the `chromium` package).
-import { execFile } from 'node:child_process';
+// The operator console in a real browser for end-to-end tests: the console's build (made here, as
+// the dev mode makes it, when a fresh clone has none: the gateway serves packages/console/dist)
+// and Debian's Chromium driven by playwright-core (`npx playwright install` cannot download a
+// browser here; .ci/run installs the `chromium` package).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { chromium } from 'playwright-core';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ensureConsoleBuilt as buildConsole } from '../../apps/dev/src/dev-console.js';
 
 /** Where the gateway finds the console's files (services/gateway/src/console/console-assets.ts). */
-export const CONSOLE_DIST = join(ROOT, 'packages', 'console', 'dist');
+export const CONSOLE_DIST = join(
+  fileURLToPath(new URL('../../', import.meta.url)),
+  'packages',
+  'console',
+  'dist',
+);
 
 /** The Chromium binary: CHROMIUM_PATH, else Debian's. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** Builds the console with its own Vite unless a build is there. */
+/** Builds the console unless a build is there; a failed build fails the test with Vite's message. */
 export const ensureConsoleBuilt = async (): Promise<void> => {
-  if (existsSync(join(CONSOLE_DIST, 'index.html'))) return;
-  await promisify(execFile)(
-    process.execPath,
-    [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build'],
-    {
-      cwd: join(ROOT, 'packages', 'console'),
-      timeout: 120_000,
-    },
-  );
+  const build = await buildConsole(CONSOLE_DIST);
+  if (build.error !== undefined) throw new Error(`the console could not be built: ${build.error}`);
 };
 
 /** Headless Chromium; a clear error when it is not installed. */
