@@ -416,6 +416,7 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
       await page.waitForTimeout(300);
       expect(await page.locator('main').textContent(), name).not.toContain('Acme Console');
       expect(await page.locator('main').textContent(), name).not.toContain(conversationId);
+      if (name === 'Overview') await shoot('admin-overview');
     }
     expect(await page.getByLabel('Tenant', { exact: true }).count()).toBe(0);
     await goTo('Tenants');

@@ -6,71 +6,11 @@ import { useLocation } from 'wouter';
 import { useFeed } from '../api/feed';
 import { useSession } from '../api/session';
 import type { FeedEvent } from '../api/types';
+import type { TurnRow } from './live-turns';
+import { MAX_ROWS, nextRow, text } from './live-turns';
 import { formatUsd, shortId } from './format';
 import { ErrorNote, StatusBadge } from './status';
 import { useTenants } from './TenantPicker';
-
-interface TurnRow {
-  turnId: string;
-  tenantId: string | undefined;
-  conversationId: string;
-  status: string;
-  detail: string;
-  costUsd: number;
-  at: number;
-}
-
-const MAX_ROWS = 25;
-
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-
-/** The turn's row after one more event (undefined: the event says nothing of a turn). */
-const nextRow = (row: TurnRow | undefined, event: FeedEvent): TurnRow | undefined => {
-  const { data } = event;
-  const turnId = text(data.turnId) ?? row?.turnId;
-  const conversationId = text(data.conversationId) ?? row?.conversationId;
-  if (!turnId || !conversationId) return row;
-  const base: TurnRow = row ?? {
-    turnId,
-    conversationId,
-    tenantId: text(data.tenantId),
-    status: 'running',
-    detail: '',
-    costUsd: 0,
-    at: Date.now(),
-  };
-  const updated = { ...base, at: Date.now() };
-  switch (event.event) {
-    case 'turn.started':
-      return { ...updated, status: 'running', detail: 'started' };
-    case 'tool.call':
-      return { ...updated, detail: `calling ${text(data.name) ?? 'a tool'}` };
-    case 'approval.required':
-      return {
-        ...updated,
-        status: 'awaiting_approval',
-        detail: `${text(data.name) ?? 'tool'} needs approval`,
-      };
-    case 'approval.decided':
-      return { ...updated, status: 'running', detail: `approval ${text(data.decision) ?? 'decided'}` };
-    case 'tool.result':
-      return { ...updated, detail: `${text(data.name) ?? 'tool'} ${data.ok ? 'answered' : 'failed'}` };
-    case 'usage':
-      return { ...updated, costUsd: base.costUsd + (typeof data.costUsd === 'number' ? data.costUsd : 0) };
-    case 'turn.completed':
-      return { ...updated, status: 'completed', detail: text(data.finishReason) ?? '' };
-    case 'turn.failed':
-      return {
-        ...updated,
-        status: 'failed',
-        detail: text((data.error as { message?: unknown })?.message) ?? '',
-      };
-    case 'turn.cancelled':
-      return { ...updated, status: 'cancelled', detail: '' };
-    default:
-      return updated;
-  }
-};
 
 export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: string | undefined }) => {
   const session = useSession();

@@ -12,6 +12,7 @@ import { ApprovalButtons } from '../components/ApprovalButtons';
 import { formatCount, formatJson, formatUsd } from '../components/format';
 import { PageTitle } from '../components/Layout';
 import { ErrorNote, Loading, StatusBadge } from '../components/status';
+import { NeedsTenant } from '../components/TenantPicker';
 
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
@@ -110,7 +111,21 @@ const UserStep = ({ message }: { message: Message }) => (
   </Step>
 );
 
+/** A conversation belongs to one tenant: the operator names it (X-Keel-Tenant) before it loads. */
 export const Conversation = ({ id }: { id: string }) => {
+  const session = useSession();
+  if (session.tenantId === undefined) {
+    return (
+      <>
+        <PageTitle title="Conversation" />
+        <NeedsTenant what="conversation" />
+      </>
+    );
+  }
+  return <TenantConversation key={session.tenantId} id={id} />;
+};
+
+const TenantConversation = ({ id }: { id: string }) => {
   const session = useSession();
   const queryClient = useQueryClient();
   const tenant = actingTenant(session);
