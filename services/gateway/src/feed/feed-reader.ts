@@ -1,4 +1,4 @@
-import type { AppendWatch, EphemeralChannel, EventStore } from '@keel/core';
+import type { AppendWatch, EphemeralChannel, EventStore, RecordedEvent } from '@keel/core';
 import type { FeedFrame } from './feed-frames.js';
 import { durableFrame, ephemeralFrame, ephemeralVersion } from './feed-frames.js';
 
@@ -48,67 +48,123 @@ export async function* readFeed(
   target: FeedTarget,
   signal: AbortSignal,
 ): AsyncGenerator<FeedFrame, void, undefined> {
-  const { store, ephemeral, pollMs } = sources;
-  const maxQueued = sources.maxQueuedDeltas ?? DEFAULT_MAX_QUEUED_DELTAS;
-  const { tenantId, conversationId, streamName } = target;
-  const queued: unknown[] = [];
-  let wake = new AbortController();
-  let lastVersion = target.after;
-  let lastSeq = 0;
+  const { store, pollMs } = sources;
+  const { tenantId, streamName } = target;
   if (signal.aborted) return;
+  const cursor: FeedCursor = { lastVersion: target.after, lastSeq: 0 };
   // Subscribed before the first read: nothing published from here on is missed.
-  const subscription = ephemeral.subscribe({ kind: 'deltas', tenantId, conversationId }, (message) => {
-    if (queued.length >= maxQueued) queued.shift();
-    queued.push(message.data);
-    wake.abort();
-  });
+  const deltas = new DeltaQueue(sources, target);
   // The first pass reads; later ones read only when something may be in the log that was not yielded.
   let mustRead = true;
   let since = 0;
   let readAt = 0;
   try {
     while (!signal.aborted) {
-      wake = new AbortController();
+      deltas.rearm();
       if (!mustRead) {
         // Deltas following only versions yielded already go out without a read of the log.
-        while (queued.length > 0 && (ephemeralVersion(queued[0]) ?? Infinity) <= lastVersion) {
-          const mapped = ephemeralFrame(queued.shift(), lastVersion, lastSeq);
-          if (!mapped) continue;
-          lastSeq = mapped.seq;
-          yield mapped.frame;
+        for (const frame of deltaFrames(deltas.takeFollowing(cursor.lastVersion), cursor)) {
+          yield frame;
           if (signal.aborted) return;
         }
-        mustRead = queued.length > 0 || Date.now() - readAt >= pollMs;
+        mustRead = deltas.queued.length > 0 || Date.now() - readAt >= pollMs;
       }
       if (mustRead) {
         since = store.appendCount;
         readAt = Date.now();
-        const events = await store.read(tenantId, streamName, { fromVersion: lastVersion + 1 });
-        for (const event of events) {
-          // Read strictly after lastVersion, so this only guards against a store answering out of range.
-          if (event.version <= lastVersion) continue;
-          lastVersion = event.version;
-          const frame = durableFrame(event);
-          if (frame) yield frame;
+        const events = await store.read(tenantId, streamName, { fromVersion: cursor.lastVersion + 1 });
+        for (const frame of durableFrames(events, cursor)) {
+          yield frame;
           if (signal.aborted) return;
         }
-        for (const message of queued.splice(0)) {
-          const mapped = ephemeralFrame(message, lastVersion, lastSeq);
-          if (!mapped) continue;
-          lastSeq = mapped.seq;
-          yield mapped.frame;
+        for (const frame of deltaFrames(deltas.queued.splice(0), cursor)) {
+          yield frame;
           if (signal.aborted) return;
         }
       }
       mustRead = false;
-      if (queued.length > 0) continue;
-      const woken = AbortSignal.any([wake.signal, signal]);
+      if (deltas.queued.length > 0) continue;
+      const woken = AbortSignal.any([deltas.wake.signal, signal]);
       await store.waitForAppend(Math.max(0, readAt + pollMs - Date.now()), woken, since);
       // Only deltas woke the reader: whether the log must be read depends on what they follow.
-      mustRead = !wake.signal.aborted || store.appendCount !== since || Date.now() - readAt >= pollMs;
+      mustRead = !deltas.wake.signal.aborted || store.appendCount !== since || Date.now() - readAt >= pollMs;
     }
   } finally {
-    subscription.unsubscribe();
+    deltas.close();
+  }
+}
+
+/** Where a feed is: the last version it yielded and the seq of its last delta. */
+interface FeedCursor {
+  lastVersion: number;
+  lastSeq: number;
+}
+
+/**
+ * A feed's deltas as they arrive: a bounded queue (the oldest dropped past `maxQueuedDeltas`) and
+ * a wake-up signal, aborted by each delta and re-armed on each pass of the reader.
+ */
+class DeltaQueue {
+  readonly queued: unknown[] = [];
+  wake = new AbortController();
+  readonly #subscription: { unsubscribe(): void };
+
+  constructor(sources: FeedSources, { tenantId, conversationId }: FeedTarget) {
+    const maxQueued = sources.maxQueuedDeltas ?? DEFAULT_MAX_QUEUED_DELTAS;
+    this.#subscription = sources.ephemeral.subscribe(
+      { kind: 'deltas', tenantId, conversationId },
+      (message) => {
+        if (this.queued.length >= maxQueued) this.queued.shift();
+        this.queued.push(message.data);
+        this.wake.abort();
+      },
+    );
+  }
+
+  rearm(): void {
+    this.wake = new AbortController();
+  }
+
+  /** Takes, one at a time, the deltas at the head that follow no version after `lastVersion`. */
+  *takeFollowing(lastVersion: number): Generator<unknown, void, undefined> {
+    while (this.queued.length > 0 && (ephemeralVersion(this.queued[0]) ?? Infinity) <= lastVersion) {
+      yield this.queued.shift();
+    }
+  }
+
+  close(): void {
+    this.#subscription.unsubscribe();
+  }
+}
+
+/**
+ * The frames of deltas, ids after the cursor's version, the cursor's seq moved as each is taken.
+ * Lazy (the reader yields each before the next is mapped), and synchronous: nothing runs between
+ * a frame and the reader's next step.
+ */
+function* deltaFrames(
+  messages: Iterable<unknown>,
+  cursor: FeedCursor,
+): Generator<FeedFrame, void, undefined> {
+  for (const message of messages) {
+    const mapped = ephemeralFrame(message, cursor.lastVersion, cursor.lastSeq);
+    if (!mapped) continue;
+    cursor.lastSeq = mapped.seq;
+    yield mapped.frame;
+  }
+}
+
+/** The frames of events read after the cursor's version, the cursor moved past each event as it is taken. */
+function* durableFrames(
+  events: readonly RecordedEvent[],
+  cursor: FeedCursor,
+): Generator<FeedFrame, void, undefined> {
+  for (const event of events) {
+    // Read strictly after lastVersion, so this only guards against a store answering out of range.
+    if (event.version <= cursor.lastVersion) continue;
+    cursor.lastVersion = event.version;
+    const frame = durableFrame(event);
+    if (frame) yield frame;
   }
 }
 
