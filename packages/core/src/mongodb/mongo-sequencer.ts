@@ -23,6 +23,17 @@ export interface SequencerOptions {
 
 const streamKey = (c: Pick<CommitDocument, 't' | 's'>): string => `${c.t}\u0000${c.s}`;
 const RECENT_PAGES = 64;
+
+/** The log page that places `commits` in this order from global position `start`, each at its first event's. */
+const pageOf = (start: number, commits: readonly CommitDocument[]): LogPageDocument => {
+  let position = start;
+  const placed = commits.map((c) => {
+    const entry = { id: c._id, g: position };
+    position += c.v - c.f + 1;
+    return entry;
+  });
+  return { _id: pageKey(start), start, end: position - 1, commits: placed, at: new Date().toISOString() };
+};
 const KNOWN_HEADS = 10_000;
 
 /**
@@ -121,19 +132,8 @@ export class MongoSequencer {
     if (ready.length === 0) return 0;
 
     const start = last ? last.end + 1 : 1;
-    let position = start;
-    const placed = ready.map((c) => {
-      const entry = { id: c._id, g: position };
-      position += c.v - c.f + 1;
-      return entry;
-    });
-    const page: LogPageDocument = {
-      _id: pageKey(start),
-      start,
-      end: position - 1,
-      commits: placed,
-      at: new Date().toISOString(),
-    };
+    const page = pageOf(start, ready);
+    const placed = page.commits;
     try {
       await this.pages.insertOne(page);
     } catch (error) {
