@@ -101,6 +101,14 @@ const tenantFetch = (provider: Provider, settings: ChatModelSettings): typeof fe
 /** A chat model for one call, and the key it calls with. */
 type BuiltChatModel = { chat: BaseChatModel; apiKey: string | undefined };
 
+/** What every provider's client is built with: streaming, usage reported, the agent's temperature and retries. */
+const streamingWithUsage = ({ temperature, maxRetries }: ChatModelSettings) => ({
+  streaming: true,
+  streamUsage: true,
+  temperature,
+  maxRetries,
+});
+
 const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
   const {
     apiKey,
@@ -111,10 +119,7 @@ const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel
     model,
     apiKey,
     configuration: { ...(baseURL ? { baseURL } : {}), ...(fetch ? { fetch } : {}) },
-    streaming: true,
-    streamUsage: true,
-    temperature: settings.temperature,
-    maxRetries: settings.maxRetries,
+    ...streamingWithUsage(settings),
   });
   return { chat, apiKey };
 };
@@ -131,10 +136,7 @@ const anthropicModel = (model: string, settings: ChatModelSettings): BuiltChatMo
     apiKey,
     ...(baseUrl ? { anthropicApiUrl: baseUrl } : {}),
     ...(fetch ? { clientOptions: { fetch } } : {}),
-    streaming: true,
-    streamUsage: true,
-    temperature: settings.temperature,
-    maxRetries: settings.maxRetries,
+    ...streamingWithUsage(settings),
   });
   return { chat, apiKey };
 };
@@ -152,10 +154,7 @@ const googleModel = (model: string, settings: ChatModelSettings): BuiltChatModel
     model,
     apiKey,
     ...(baseUrl ? { baseUrl } : {}),
-    streaming: true,
-    streamUsage: true,
-    temperature: settings.temperature,
-    maxRetries: settings.maxRetries,
+    ...streamingWithUsage(settings),
   });
   return { chat, apiKey };
 };
