@@ -136,6 +136,26 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     await platform?.stop();
   });
 
+  it('the gateway serves the console at /console and its pages, with or without the trailing slash', async () => {
+    for (const path of ['/console', '/console/', '/console/usage', '/console/conversations/c1/']) {
+      const answer = await answerOf(await fetch(`${platform.base}${path}`));
+      expect(answer.status, path).toBe(200);
+      expect(answer.contentType, path).toMatch(/^text\/html/);
+      expect(answer.text, path).toContain('<div id="root"></div>');
+      expect(answer.headers.get('content-security-policy'), path).toContain("frame-ancestors 'none'");
+    }
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(
+      (await answerOf(await fetch(consoleUrl()))).text,
+    )?.[1];
+    expect((await fetch(`${platform.base}${script}`)).headers.get('content-type')).toMatch(
+      /^text\/javascript/,
+    );
+    expect((await fetch(`${platform.base}/console/assets/missing.js`)).status).toBe(404);
+    const post = await fetch(consoleUrl(), { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
+  });
+
   it('a wrong key is refused with a clear message, and the console stays at sign-in', async () => {
     await signIn('keel_this_is_not_a_key_at_all');
     await expect.poll(async () => alert().textContent()).toContain('not accepted (401)');
