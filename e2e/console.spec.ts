@@ -260,11 +260,13 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     await shoot('conversation-completed');
   });
 
-  it('lists the tenant’s conversations', async () => {
+  it('lists the tenant’s conversations and follows its events feed', async () => {
     await goTo('Conversations');
     await expect
       .poll(async () => page.getByRole('link', { name: conversationId }).count(), { timeout: 15_000 })
       .toBe(1);
+    // The tenant's own events feed (GET /v1/events, the operator acting with X-Keel-Tenant) is open.
+    await expect.poll(async () => page.getByText(/^live ·/).count(), { timeout: 15_000 }).toBe(1);
     await shoot('conversations');
   });
 
