@@ -6,7 +6,6 @@ import type { ClientReadableStream, Metadata, ServiceError } from '@grpc/grpc-js
 import { status } from '@grpc/grpc-js';
 import type {
   DeepPartial as ConversationsPartial,
-  MessageFns as ConversationsMessage,
   TurnEvent,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import {
@@ -18,7 +17,7 @@ import {
   ListConversationsRequest,
   SendMessageRequest,
 } from '@keel/proto/keel/conversations/v1/conversations';
-import type { DeepPartial, MessageFns } from '@keel/proto/keel/pricing/v1/pricing';
+import type { DeepPartial } from '@keel/proto/keel/pricing/v1/pricing';
 import {
   ComputeCostRequest,
   GetPriceRequest,
@@ -26,8 +25,8 @@ import {
   PricingServiceService,
   SetPriceRequest,
 } from '@keel/proto/keel/pricing/v1/pricing';
-import type { GrpcMethod } from '@keel/runtime';
-import { GrpcClient } from '@keel/runtime';
+import type { RequestMessages, RpcRequest, RpcResponse } from '@keel/runtime';
+import { callUnary, GrpcClient } from '@keel/runtime';
 
 /** The metadata of a call: the bearer key (none when undefined) and any extra entries. */
 const metadataOf = (key: string | undefined, extra: Record<string, string> = {}) => ({
@@ -37,17 +36,10 @@ const metadataOf = (key: string | undefined, extra: Record<string, string> = {})
 
 type ConversationService = typeof ConversationServiceService;
 type ConversationRpc = Exclude<keyof ConversationService, 'sendMessage'>;
-type ConversationRequestOf<R extends ConversationRpc> = Parameters<
-  ConversationService[R]['requestSerialize']
->[0];
-type ConversationResponseOf<R extends ConversationRpc> = ReturnType<
-  ConversationService[R]['responseDeserialize']
->;
+type ConversationRequestOf<R extends ConversationRpc> = RpcRequest<ConversationService, R>;
 
 /** Each unary ConversationService RPC's request message, to fill the fields a test leaves out. */
-const CONVERSATION_REQUESTS: {
-  readonly [R in ConversationRpc]: ConversationsMessage<ConversationRequestOf<R>>;
-} = {
+const CONVERSATION_REQUESTS: RequestMessages<ConversationService, ConversationRpc> = {
   createConversation: CreateConversationRequest,
   getConversation: GetConversationRequest,
   listConversations: ListConversationsRequest,
@@ -64,18 +56,11 @@ export const conversationsClient = (address: string) => {
     request: ConversationsPartial<ConversationRequestOf<R>>,
     extra: Record<string, string> = {},
     onHeaders?: (headers: Metadata) => void,
-  ): Promise<ConversationResponseOf<R>> => {
-    const method = ConversationServiceService[rpc] as unknown as GrpcMethod<
-      ConversationRequestOf<R>,
-      ConversationResponseOf<R>,
-      false
-    >;
-    const message = CONVERSATION_REQUESTS[rpc] as ConversationsMessage<ConversationRequestOf<R>>;
-    return client.unary(method, message.fromPartial(request as never), {
+  ): Promise<RpcResponse<ConversationService, R>> =>
+    callUnary(client, ConversationServiceService, CONVERSATION_REQUESTS, rpc, request, {
       metadata: metadataOf(key, extra),
       ...(onHeaders ? { onHeaders } : {}),
     });
-  };
   const unary = <R extends ConversationRpc>(
     rpc: R,
     key: string | undefined,
@@ -109,11 +94,10 @@ export type ConversationsClient = ReturnType<typeof conversationsClient>;
 
 type PricingService = typeof PricingServiceService;
 type PricingRpc = keyof PricingService;
-type PricingRequestOf<R extends PricingRpc> = Parameters<PricingService[R]['requestSerialize']>[0];
-type PricingResponseOf<R extends PricingRpc> = ReturnType<PricingService[R]['responseDeserialize']>;
+type PricingRequestOf<R extends PricingRpc> = RpcRequest<PricingService, R>;
 
 /** Each PricingService RPC's request message, to fill the fields a test leaves out with defaults. */
-const PRICING_REQUESTS: { readonly [R in PricingRpc]: MessageFns<PricingRequestOf<R>> } = {
+const PRICING_REQUESTS: RequestMessages<PricingService> = {
   getPrice: GetPriceRequest,
   listModels: ListModelsRequest,
   computeCost: ComputeCostRequest,
@@ -131,17 +115,8 @@ export const pricingClient = (address: string) => {
     rpc: R,
     key: string | undefined,
     request: DeepPartial<PricingRequestOf<R>>,
-  ): Promise<PricingResponseOf<R>> => {
-    const method = PricingServiceService[rpc] as unknown as GrpcMethod<
-      PricingRequestOf<R>,
-      PricingResponseOf<R>,
-      false
-    >;
-    const message = PRICING_REQUESTS[rpc] as MessageFns<PricingRequestOf<R>>;
-    return client.unary(method, message.fromPartial(request as never), {
-      metadata: metadataOf(key),
-    });
-  };
+  ): Promise<RpcResponse<PricingService, R>> =>
+    callUnary(client, PricingServiceService, PRICING_REQUESTS, rpc, request, { metadata: metadataOf(key) });
   return { unary, close: () => client.close() };
 };
 

@@ -3,10 +3,13 @@
 // refusal becomes the caller's error.
 import * as grpc from '@grpc/grpc-js';
 import type { ComputeCostRequest, ComputeCostResponse } from '@keel/proto/keel/pricing/v1/pricing';
-import { PricingServiceService } from '@keel/proto/keel/pricing/v1/pricing';
+import {
+  ComputeCostRequest as ComputeCostMessage,
+  PricingServiceService,
+} from '@keel/proto/keel/pricing/v1/pricing';
 import { freePort } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GrpcClient } from './grpc-client.js';
+import { callUnary, GrpcClient } from './grpc-client.js';
 
 class Mapped extends Error {
   constructor(readonly code: number) {
@@ -99,6 +102,20 @@ describe('GrpcClient', () => {
       );
       await expect(late).rejects.toBeInstanceOf(Mapped);
       await expect(late).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
+    } finally {
+      client.close();
+    }
+  });
+
+  it('callUnary fills the fields a call leaves out with their proto defaults from the request table', async () => {
+    const client = new GrpcClient(address, { deadlineMs: 2_000 });
+    try {
+      const requests = { computeCost: ComputeCostMessage };
+      const response = await callUnary(client, PricingServiceService, requests, 'computeCost', {
+        model: 'openai:gpt-4o',
+      });
+      expect(response).toEqual({ costUsd: 0.25, reason: '' });
+      expect(seen.request).toEqual({ ...request, model: 'openai:gpt-4o', inputTokens: 0, outputTokens: 0 });
     } finally {
       client.close();
     }

@@ -106,3 +106,37 @@ const metadataOf = (entries: Readonly<Record<string, string>> = {}): Metadata =>
   for (const [key, value] of Object.entries(entries)) metadata.set(key, value);
   return metadata;
 };
+
+/** The request message of the RPC `R` of a generated service definition `S`. */
+export type RpcRequest<S, R extends keyof S> = S[R] extends { requestSerialize: (value: infer Q) => Buffer }
+  ? Q
+  : never;
+
+/** The response message of the RPC `R` of a generated service definition `S`. */
+export type RpcResponse<S, R extends keyof S> = S[R] extends {
+  responseDeserialize: (value: Buffer) => infer P;
+}
+  ? P
+  : never;
+
+/** Per RPC of a service, its generated request message: its fromPartial fills what a call leaves out. */
+export type RequestMessages<S, R extends keyof S = keyof S> = {
+  readonly [K in R]: { fromPartial(object: never): RpcRequest<S, K> };
+};
+
+/**
+ * Calls the unary `rpc` of a generated service definition with the request filled by its
+ * message's fromPartial (fields left out get their proto defaults): what each typed client of a
+ * service wraps, with its own table of request messages.
+ */
+export const callUnary = <S, R extends keyof S>(
+  client: GrpcClient,
+  service: S,
+  requests: RequestMessages<S, R>,
+  rpc: R,
+  request: unknown,
+  call?: GrpcCallOptions,
+): Promise<RpcResponse<S, R>> => {
+  const method = service[rpc] as unknown as GrpcMethod<RpcRequest<S, R>, RpcResponse<S, R>, false>;
+  return client.unary(method, requests[rpc].fromPartial(request as never), call);
+};

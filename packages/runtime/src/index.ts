@@ -13,8 +13,15 @@ export { checkEnv, envVar, readEnv } from './env/env-check.js';
 export type { EnvKind, EnvValue } from './env/env-kinds.js';
 export { ENV_VARS, TEST_ONLY_PREFIX } from './env/env-vars.js';
 export type { EnvReaders, EnvVar } from './env/env-vars.js';
-export { GrpcClient } from './grpc-client.js';
-export type { GrpcCallOptions, GrpcClientOptions, GrpcMethod } from './grpc-client.js';
+export { callUnary, GrpcClient } from './grpc-client.js';
+export type {
+  GrpcCallOptions,
+  GrpcClientOptions,
+  GrpcMethod,
+  RequestMessages,
+  RpcRequest,
+  RpcResponse,
+} from './grpc-client.js';
 export { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, loadGrpcServing, protoRoot } from './grpc-server.js';
 export type { GrpcServiceDefinition, GrpcServing } from './grpc-server.js';
 export { INTERNAL_ERROR_MESSAGE, grpcStatusOf, toRpcException } from './grpc-status.js';

@@ -1,10 +1,6 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import { Injectable } from '@nestjs/common';
-import type {
-  CallContext as CallContextMessage,
-  DeepPartial,
-  MessageFns,
-} from '@keel/proto/keel/agent/v1/agent';
+import type { CallContext as CallContextMessage, DeepPartial } from '@keel/proto/keel/agent/v1/agent';
 import {
   AgentServiceService,
   CancelTurnRequest,
@@ -22,8 +18,8 @@ import {
   SubmitMessageRequest,
 } from '@keel/proto/keel/agent/v1/agent';
 import type { Actor } from '@keel/proto/keel/events/v1/envelope';
-import type { GrpcMethod } from '@keel/runtime';
-import { GrpcClient } from '@keel/runtime';
+import type { RequestMessages, RpcRequest, RpcResponse } from '@keel/runtime';
+import { callUnary, GrpcClient } from '@keel/runtime';
 import { PermissionDeniedError } from '@keel/core';
 import type { Principal } from '../auth/principal.js';
 import { keelErrorOf } from './grpc-errors.js';
@@ -55,16 +51,16 @@ type AgentService = typeof AgentServiceService;
 export type AgentRpc = keyof AgentService;
 
 /** The generated request message of `rpc`. */
-export type AgentRequestOf<R extends AgentRpc> = Parameters<AgentService[R]['requestSerialize']>[0];
+export type AgentRequestOf<R extends AgentRpc> = RpcRequest<AgentService, R>;
 
 /** The generated response message of `rpc`. */
-export type AgentResponseOf<R extends AgentRpc> = ReturnType<AgentService[R]['responseDeserialize']>;
+export type AgentResponseOf<R extends AgentRpc> = RpcResponse<AgentService, R>;
 
 /** What a call of `rpc` takes besides the CallContext; fields left out get their proto defaults. */
 export type AgentCallRequest<R extends AgentRpc> = DeepPartial<Omit<AgentRequestOf<R>, 'context'>>;
 
 /** Each RPC's request message, to fill the fields a call leaves out with their defaults. */
-const REQUESTS: { readonly [R in AgentRpc]: MessageFns<AgentRequestOf<R>> } = {
+const REQUESTS: RequestMessages<AgentService> = {
   createConversation: CreateConversationRequest,
   getConversation: GetConversationRequest,
   listConversations: ListConversationsRequest,
@@ -89,15 +85,7 @@ export const callAgentRpc = <R extends AgentRpc>(
   client: GrpcClient,
   rpc: R,
   request: DeepPartial<AgentRequestOf<R>>,
-): Promise<AgentResponseOf<R>> => {
-  const method = AgentServiceService[rpc] as unknown as GrpcMethod<
-    AgentRequestOf<R>,
-    AgentResponseOf<R>,
-    false
-  >;
-  const message = REQUESTS[rpc] as MessageFns<AgentRequestOf<R>>;
-  return client.unary(method, message.fromPartial(request as never));
-};
+): Promise<AgentResponseOf<R>> => callUnary(client, AgentServiceService, REQUESTS, rpc, request);
 
 /**
  * A message field of an agent answer that the contract always sets (proto3 makes every message
