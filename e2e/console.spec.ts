@@ -432,7 +432,8 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
       (await platform.request('DELETE', `/v1/tenants/${globex.id}/keys/${issued.id}`, platform.operatorKey))
         .status,
     ).toBe(204);
-    await goTo('Usage');
+    // The next call the console makes (a page's load, or a poll that may come first) gets a 401.
+    await page.reload();
     await expect
       .poll(async () => page.getByRole('status').filter({ hasText: 'Signed out' }).count(), {
         timeout: 15_000,

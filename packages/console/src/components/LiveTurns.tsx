@@ -57,7 +57,9 @@ export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: str
       </div>
       {status.state === 'error' && <ErrorNote error={status.message} prefix="The events feed" />}
       {shown.length === 0 ? (
-        <p className="muted">No turn has started since this page opened: each appears here the moment it starts.</p>
+        <p className="muted">
+          No turn has started since this page opened: each appears here the moment it starts.
+        </p>
       ) : (
         <div className="table-wrap">
           <table>
