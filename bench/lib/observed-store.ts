@@ -72,6 +72,10 @@ export class ObservedStore implements EventStoreAdapter {
     return this.inner.appendCount;
   }
 
+  onCommitted(listener: (events: readonly RecordedEvent[]) => void): () => void {
+    return this.inner.onCommitted(listener);
+  }
+
   get snapshots(): SnapshotStore {
     return this.inner.snapshots;
   }

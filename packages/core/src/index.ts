@@ -42,6 +42,7 @@ export type {
   AppendOptions,
   AppendResult,
   AppendWatch,
+  CommitNotices,
   EventStore,
   EventStoreAdapter,
   ExpectedVersion,

@@ -3,6 +3,7 @@ import type {
   ConsumerOptions,
   DeadLetterStore,
   EphemeralChannel,
+  EphemeralSubscription,
   EventBus,
   EventHandler,
   RecordedEvent,
@@ -32,6 +33,14 @@ export class TrackingEventBus implements EventBus {
 
   publish(events: RecordedEvent[]): Promise<void> {
     return this.inner.publish(events);
+  }
+
+  watch(
+    stream: { tenantId: string; streamName: string },
+    onEvent: (event: RecordedEvent) => void,
+  ): EphemeralSubscription {
+    if (!this.inner.watch) return { unsubscribe: () => undefined };
+    return this.inner.watch(stream, onEvent);
   }
 
   async consume(options: ConsumerOptions, handler: EventHandler): Promise<Consumer> {

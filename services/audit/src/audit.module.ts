@@ -52,7 +52,7 @@ const ackWaitFromEnv = (): number => Number(readEnv('KEEL_AUDIT_ACK_WAIT_MS'));
       inject: [KEEL_INFRA, AuditProjector],
       // infra.bus tracks the consumer, so the infrastructure's shutdown drains it.
       useFactory: (infra: Infrastructure, projector: AuditProjector) =>
-        new AuditConsumer(infra.bus, projector, { ackWaitMs: ackWaitFromEnv() }),
+        new AuditConsumer(infra.bus, projector, { ackWaitMs: ackWaitFromEnv(), store: infra.store }),
     },
   ],
 })

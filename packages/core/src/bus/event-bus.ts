@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../typing/index.js';
-import type { EphemeralChannel } from './ephemeral.js';
+import type { EphemeralChannel, EphemeralSubscription } from './ephemeral.js';
 
 /** One delivery of an event to a consumer. */
 export interface Delivery {
@@ -126,6 +126,15 @@ export interface EventBus {
   replayDeadLetter(id: string): Promise<void>;
   /** Live, unstored messages beside the events: token deltas and cancel signals. */
   readonly ephemeral: EphemeralChannel;
+  /**
+   * Tells `onEvent` about each event of one stream as it is published from now on (a live view,
+   * not a consumer: no ack, no redelivery, missed while not listening, duplicates possible). A
+   * reader of the log uses it to know when to read again, never as a source of events.
+   */
+  watch?(
+    stream: { tenantId: string; streamName: string },
+    onEvent: (event: RecordedEvent) => void,
+  ): EphemeralSubscription;
   /**
    * Events the durable consumer `name` has not acknowledged yet (not delivered, or in flight);
    * undefined when the bus does not know the consumer.

@@ -17,6 +17,7 @@ import type { BusMessage, DeliveryContext } from './handle-delivery.js';
 import { handleDelivery } from './handle-delivery.js';
 import { InMemoryDeadLetters } from './in-memory-dead-letters.js';
 import { InMemoryInbox } from './in-memory-inbox.js';
+import type { EphemeralSubscription } from './ephemeral.js';
 import { InMemoryEphemeralChannel } from './ephemeral.js';
 
 /** Settings of the in-process bus; every one has a dev-mode default. */
@@ -70,6 +71,7 @@ export class InMemoryEventBus implements EventBus {
   readonly #log: LogEntry[] = [];
   readonly #seen = new Map<string, number>();
   readonly #durables = new Map<string, Durable>();
+  readonly #watchers = new Map<string, Set<(event: RecordedEvent) => void>>();
   #deliveries = 0;
   #closed = false;
 
@@ -94,6 +96,36 @@ export class InMemoryEventBus implements EventBus {
       this.#seen.set(event.eventId, now);
       // A JSON copy, so the dev mode sees exactly what NATS subscribers would see.
       this.#append({ event: JSON.parse(JSON.stringify(event)) as RecordedEvent, category });
+      this.#tellWatchers(event);
+    }
+  }
+
+  watch(
+    stream: { tenantId: string; streamName: string },
+    onEvent: (event: RecordedEvent) => void,
+  ): EphemeralSubscription {
+    assertTenantId(stream.tenantId);
+    const key = `${stream.tenantId}\u0000${stream.streamName}`;
+    const set = this.#watchers.get(key) ?? new Set();
+    set.add(onEvent);
+    this.#watchers.set(key, set);
+    return {
+      unsubscribe: () => {
+        set.delete(onEvent);
+        if (set.size === 0 && this.#watchers.get(key) === set) this.#watchers.delete(key);
+      },
+    };
+  }
+
+  #tellWatchers(event: RecordedEvent): void {
+    const set = this.#watchers.get(`${event.tenantId}\u0000${event.streamName}`);
+    if (!set) return;
+    for (const onEvent of [...set]) {
+      try {
+        onEvent(JSON.parse(JSON.stringify(event)) as RecordedEvent);
+      } catch (error) {
+        this.#logger.warn({ err: error }, 'stream watcher failed');
+      }
     }
   }
 

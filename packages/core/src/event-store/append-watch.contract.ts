@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore } from './event-store.js';
-import type { AppendWatch } from './sequencing.js';
+import type { AppendWatch, CommitNotices } from './sequencing.js';
 
 /** What the append-watch contract needs of an adapter: a store that is also its own append watch. */
 export interface AppendWatchUnderTest {
-  store: EventStore & AppendWatch;
+  store: EventStore & AppendWatch & CommitNotices;
   cleanup(): Promise<void>;
 }
 
@@ -57,6 +57,31 @@ export const describeAppendWatchContract = (
         const started = Date.now();
         await store.waitForAppend(LONG_MS, undefined, seen);
         expect(Date.now() - started).toBeLessThan(LONG_MS / 2);
+      }),
+    );
+
+    it(
+      'tells commit listeners each commit of this instance once, with its events, before the append resolves; not a replay',
+      withStore(async ({ store }) => {
+        const told: string[][] = [];
+        const stop = store.onCommitted((events) => told.push(events.map((e) => `${e.type}@${e.version}`)));
+        let toldBeforeResolve = false;
+        await store
+          .append('acme', 'watch-5', [{ type: 'A', data: {} }], {
+            commitId: '0192f1c2-0000-7000-8000-00000000c0de',
+          })
+          .then(() => (toldBeforeResolve = told.length === 1));
+        expect(toldBeforeResolve).toBe(true);
+        await store.append('acme', 'watch-5', [{ type: 'A', data: {} }], {
+          commitId: '0192f1c2-0000-7000-8000-00000000c0de',
+        });
+        await store.append('acme', 'watch-5', [
+          { type: 'B', data: {} },
+          { type: 'C', data: {} },
+        ]);
+        stop();
+        await store.append('acme', 'watch-5', [{ type: 'D', data: {} }]);
+        expect(told).toEqual([['A@1'], ['B@2', 'C@3']]);
       }),
     );
 

@@ -104,7 +104,7 @@ export class InMemoryEventStore implements EventStoreAdapter {
     this.streams.set(key(tenantId, streamName), commits);
     this.commitsById.set(key(tenantId, commitId), commit);
     this.global.push(...recorded);
-    this.appended.notify();
+    this.appended.notify(revive(commit));
     return {
       commitId,
       fromVersion: commit.fromVersion,
@@ -164,6 +164,10 @@ export class InMemoryEventStore implements EventStoreAdapter {
 
   get appendCount(): number {
     return this.appended.count;
+  }
+
+  onCommitted(listener: (events: readonly RecordedEvent[]) => void): () => void {
+    return this.appended.onCommitted(listener);
   }
 
   async close(): Promise<void> {

@@ -11,7 +11,13 @@ export type {
   TenantScope,
 } from './event-store.js';
 export { COMMIT_SIZE_LIMIT_BYTES, EVENT_SIZE_LIMIT_BYTES } from './event-store.js';
-export type { AppendWatch, EventStoreAdapter, LogSequencer, SequenceOptions } from './sequencing.js';
+export type {
+  AppendWatch,
+  CommitNotices,
+  EventStoreAdapter,
+  LogSequencer,
+  SequenceOptions,
+} from './sequencing.js';
 export type { Upcaster } from './upcasters.js';
 export { Upcasters, upcastingReads } from './upcasters.js';
 export type { PreparedEvent } from './append-guard.js';

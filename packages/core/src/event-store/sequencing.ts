@@ -1,3 +1,4 @@
+import type { RecordedEvent } from '../typing/index.js';
 import type { EventStore } from './event-store.js';
 
 /** Options of one sequencer round. */
@@ -33,5 +34,16 @@ export interface AppendWatch {
   readonly appendCount: number;
 }
 
-/** What a store adapter offers the process that runs it: the log port and both narrow ports. */
-export type EventStoreAdapter = EventStore & LogSequencer & AppendWatch;
+/**
+ * Hands each commit made through this instance to listeners the moment it is durable: the outbox
+ * relay's fast path publishes it at once (the relay's own, later publish of the same event ids is
+ * deduplicated by the bus). Told in commit order per stream, synchronously, before the append
+ * resolves to its caller; never for an idempotent replay (that commit was told, or the relay has it).
+ */
+export interface CommitNotices {
+  /** Calls `listener` with the events of every commit of this instance; returns the way to stop. */
+  onCommitted(listener: (events: readonly RecordedEvent[]) => void): () => void;
+}
+
+/** What a store adapter offers the process that runs it: the log port and the narrow ports. */
+export type EventStoreAdapter = EventStore & LogSequencer & AppendWatch & CommitNotices;

@@ -164,7 +164,9 @@ export class MongoEventStore implements EventStoreAdapter {
       }
       this.boundaries.add(tenantId, streamName, doc.v);
       this.sequencer.hint(doc);
-      this.appended.notify();
+      // Told before the caller hears of the commit: a fast publish of it goes out ahead of any
+      // later commit of the same stream by this process (same connection, same order).
+      this.appended.notify(toRecordedEvents(doc));
       return {
         commitId,
         fromVersion: doc.f,
@@ -292,6 +294,10 @@ export class MongoEventStore implements EventStoreAdapter {
 
   get appendCount(): number {
     return this.appended.count;
+  }
+
+  onCommitted(listener: (events: readonly RecordedEvent[]) => void): () => void {
+    return this.appended.onCommitted(listener);
   }
 
   async close(): Promise<void> {

@@ -22,7 +22,7 @@ import {
   ValidationError,
 } from '../errors/index.js';
 import type { RecordedEvent } from '../typing/index.js';
-import type { EphemeralChannel } from '../bus/ephemeral.js';
+import type { EphemeralChannel, EphemeralSubscription } from '../bus/ephemeral.js';
 import type { RelayWakeups } from '../outbox/ports.js';
 import { NatsEphemeralChannel } from './nats-ephemeral.js';
 import { NatsRelayWakeups } from './nats-relay-wakeups.js';
@@ -159,6 +159,26 @@ export class NatsEventBus implements EventBus {
       };
     });
     await this.#publishAll(messages);
+  }
+
+  /** A core NATS subscription on the stream's event subject: sees each publish as JetStream takes it. */
+  watch(
+    stream: { tenantId: string; streamName: string },
+    onEvent: (event: RecordedEvent) => void,
+  ): EphemeralSubscription {
+    this.#assertOpen();
+    const subject = eventSubject(this.subjectPrefix, stream);
+    const sub = this.nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error) return this.logger.warn({ err: error, subject }, 'stream watch error');
+        try {
+          onEvent(msg.json<RecordedEvent>());
+        } catch (handlerError) {
+          this.logger.warn({ err: handlerError, subject }, 'stream watcher failed');
+        }
+      },
+    });
+    return { unsubscribe: () => sub.unsubscribe() };
   }
 
   async consume(options: ConsumerOptions, handler: EventHandler): Promise<Consumer> {

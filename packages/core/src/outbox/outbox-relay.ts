@@ -1,6 +1,6 @@
 import { messageOf } from '../errors/index.js';
 import type { EventBus } from '../bus/index.js';
-import type { AppendWatch, EventStore, LogSequencer } from '../event-store/index.js';
+import type { AppendWatch, CommitNotices, EventStore, LogSequencer } from '../event-store/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import { sleep } from '../time/index.js';
@@ -9,8 +9,11 @@ import type { LogPort } from '../logging/index.js';
 
 /** Settings of the outbox relay. */
 export interface OutboxRelayOptions {
-  /** The global log it publishes, the sequencer that places commits in it, and its appends to wake on. */
-  store: Pick<EventStore, 'readAll'> & LogSequencer & AppendWatch;
+  /**
+   * The global log it publishes, the sequencer that places commits in it, its appends to wake on,
+   * and (for the fast path) this process's commits as they become durable.
+   */
+  store: Pick<EventStore, 'readAll'> & LogSequencer & AppendWatch & Partial<CommitNotices>;
   bus: EventBus;
   checkpoints: CheckpointStore;
   leases: LeaseStore;
@@ -33,7 +36,13 @@ export interface OutboxRelayOptions {
    * publishes them right away (without them the holder finds them at its next idle poll).
    */
   wakeups?: RelayWakeups;
-  logger?: Pick<LogPort, 'info' | 'error'>;
+  /**
+   * The fast path (default on): every commit made through this process's store is published the
+   * moment it is durable, before it is placed in the global log, whether or not this relay holds
+   * the lease. See `OutboxRelay` for why the log stays the safety net.
+   */
+  publishOnCommit?: boolean;
+  logger?: Pick<LogPort, 'info' | 'error' | 'warn'>;
 }
 
 /** What the relay has done, for metrics and readiness. */
@@ -49,6 +58,19 @@ export interface RelayStats {
  * The outbox: moves every committed event from the log to the bus, in global order, at least
  * once (the bus deduplicates by event id). It resumes from a durable checkpoint, so an event
  * committed by a process that died before publishing is published by whichever relay runs next.
+ *
+ * The fast path (`publishOnCommit`): each commit of this process is also published right after it
+ * is durable, without waiting to be sequenced. Invariants that keep this safe:
+ * - Delivery never depends on it: the relay still publishes every event from the log (a fast
+ *   publish lost to a crash, a full buffer or a NATS error is published by the relay's round).
+ * - Nothing is published before its commit is durable (the store tells the commit after its write).
+ * - The same event id both times: JetStream stores the second publish once (Nats-Msg-Id, within the
+ *   duplicate window); past the window a consumer sees it twice and is idempotent anyway.
+ * - Per stream, one process's commits go out in commit order (told synchronously, one connection).
+ *   Commits of one stream by two processes may reach the bus in either order, as a relay retry
+ *   already could: consumers check versions (or load the stream), none trusts the bus's order.
+ * - A fast-published event carries no global position (not placed yet): a consumer that needs
+ *   one reads it from the log (the audit projector's catch-up does).
  */
 export class OutboxRelay {
   readonly stats: RelayStats = { published: 0, position: 0, rounds: 0, holdsLease: false };
@@ -69,6 +91,9 @@ export class OutboxRelay {
   private wakes = 0;
   private endWait: (() => void) | undefined;
   private stopListening: (() => void) | undefined;
+  private stopFastPath: (() => void) | undefined;
+  /** Fast publishes sent and failed (metrics; a failure only delays the event to the relay's round). */
+  readonly fastPath = { published: 0, failed: 0 };
   private readonly publishedListeners = new Set<(events: readonly RecordedEvent[]) => void>();
 
   constructor(private readonly options: OutboxRelayOptions) {
@@ -86,12 +111,31 @@ export class OutboxRelay {
       this.wakes++;
       this.endWait?.();
     });
+    if (this.options.publishOnCommit !== false && this.options.store.onCommitted) {
+      this.stopFastPath = this.options.store.onCommitted((events) => this.publishAtOnce(events));
+    }
     this.running = this.loop();
+  }
+
+  /** The fast path: publishes a commit just made durable here (best effort; the relay follows). */
+  private publishAtOnce(events: readonly RecordedEvent[]): void {
+    if (this.abort.signal.aborted) return;
+    this.options.bus.publish([...events]).then(
+      () => {
+        this.fastPath.published += events.length;
+      },
+      (error: unknown) => {
+        this.fastPath.failed += events.length;
+        this.options.logger?.warn({ err: error }, 'fast publish failed; the relay publishes the commit');
+        this.endWait?.();
+      },
+    );
   }
 
   /** Stops the loop after its current round, publishes what is still pending, releases the lease. */
   async stop(): Promise<void> {
     this.abort.abort();
+    this.stopFastPath?.();
     this.stopListening?.();
     await this.running;
     if (this.stats.holdsLease) {

@@ -61,8 +61,11 @@ describe('outbox relay', () => {
         await bus.publish(events);
       },
     });
-    const a = new OutboxRelay({ store, bus: countingBus, checkpoints, leases, idleMs: 10, leaseTtlMs: 200 });
-    const b = new OutboxRelay({ store, bus: countingBus, checkpoints, leases, idleMs: 10, leaseTtlMs: 200 });
+    // The lease decides who relays the log; the fast path (each process's own commits, whoever
+    // holds the lease) is off here, so every publish counted is a relay round's.
+    const relayOptions = { store, bus: countingBus, checkpoints, leases, idleMs: 10, leaseTtlMs: 200 };
+    const a = new OutboxRelay({ ...relayOptions, publishOnCommit: false });
+    const b = new OutboxRelay({ ...relayOptions, publishOnCommit: false });
     a.start();
     await eventuallyTrue(() => a.stats.holdsLease);
     b.start();
@@ -108,6 +111,51 @@ describe('outbox relay', () => {
     ]);
     await relay.stop();
     expect(await checkpoints.load('outbox')).toBe(2);
+    await bus.close();
+  });
+
+  it('fast path: publishes a commit as soon as it is durable, before any round, and the round later publishes it again under the same ids (stored once)', async () => {
+    const { store, bus, checkpoints, leases } = setup();
+    const published: string[] = [];
+    const countingBus = Object.assign(Object.create(bus) as InMemoryEventBus, {
+      publish: async (events: RecordedEvent[]) => {
+        published.push(...events.map((e) => e.eventId));
+        await bus.publish(events);
+      },
+    });
+    const seen: string[] = [];
+    await bus.consume({ name: 'turns' }, async (d) => {
+      seen.push(d.event.eventId);
+    });
+    // A long idle wait: only the fast path can publish within the test's first wait.
+    const relay = new OutboxRelay({ store, bus: countingBus, checkpoints, leases, idleMs: 60_000 });
+    relay.start();
+    await eventuallyTrue(() => relay.stats.rounds > 0);
+    const { events } = await store.append('acme', 'order-1', [{ type: 'Placed', data: {} }]);
+    // Told synchronously within the append: the publish is under way before the caller resumes.
+    expect(published).toEqual([events[0]!.eventId]);
+    await eventuallyTrue(() => seen.length === 1);
+    await relay.drain();
+    expect(published).toEqual([events[0]!.eventId, events[0]!.eventId]);
+    await relay.stop();
+    expect(seen).toEqual([events[0]!.eventId]);
+    await bus.close();
+  });
+
+  it('fast path off: nothing is published before the relay reads the log', async () => {
+    const { store, bus, checkpoints, leases } = setup();
+    const published: string[] = [];
+    const countingBus = Object.assign(Object.create(bus) as InMemoryEventBus, {
+      publish: async (events: RecordedEvent[]) => {
+        published.push(...events.map((e) => e.eventId));
+        await bus.publish(events);
+      },
+    });
+    const relay = new OutboxRelay({ store, bus: countingBus, checkpoints, leases, publishOnCommit: false });
+    relay.start();
+    await relay.stop();
+    await store.append('acme', 'order-1', [{ type: 'Placed', data: {} }]);
+    expect(published).toEqual([]);
     await bus.close();
   });
 });

@@ -1,4 +1,5 @@
-import type { Consumer, EventBus } from '@keel/core';
+import type { Consumer, Delivery, EventBus, EventStore } from '@keel/core';
+import { sleep } from '@keel/core';
 import type { AuditProjector } from './audit-projector.js';
 
 /** Durable name of the audit service's consumer of every event. */
@@ -17,7 +18,13 @@ export class AuditConsumer {
   constructor(
     private readonly bus: EventBus,
     private readonly projector: AuditProjector,
-    private readonly options: { ackWaitMs?: number } = {},
+    private readonly options: {
+      ackWaitMs?: number;
+      /** Where an event published before it was placed in the global log finds its position. */
+      store?: Pick<EventStore, 'read'>;
+      /** Pause between two looks for such an event's position. Default 20 ms. */
+      placedPollMs?: number;
+    } = {},
   ) {}
 
   async start(): Promise<void> {
@@ -29,8 +36,34 @@ export class AuditConsumer {
         maxInFlight: 1,
         ...(this.options.ackWaitMs === undefined ? {} : { ackWaitMs: this.options.ackWaitMs }),
       },
-      (delivery) => this.projector.catchUp(delivery.event.globalPosition, () => delivery.working()),
+      async (delivery) => {
+        const target = await this.targetOf(delivery);
+        await this.projector.catchUp(target, () => delivery.working());
+      },
     );
+  }
+
+  /**
+   * The global position the projection must reach before this delivery is acked. An event the
+   * outbox's fast path published before the sequencer placed it carries none: its position is
+   * read from the log, waiting (alive) until it is placed. Acking it after a catch-up to the end
+   * of the log as read now could miss it, and the relay's later publish of it is deduplicated,
+   * so nothing would ever bring the projection to it.
+   */
+  private async targetOf(delivery: Delivery): Promise<number | undefined> {
+    const { event } = delivery;
+    const store = this.options.store;
+    if (event.globalPosition !== undefined || !store) return event.globalPosition;
+    for (;;) {
+      const [placed] = await store.read(event.tenantId, event.streamName, {
+        fromVersion: event.version,
+        toVersion: event.version,
+      });
+      if (!placed) return undefined; // not in this log (another store's stream): nothing to wait for
+      if (placed.globalPosition !== undefined) return placed.globalPosition;
+      delivery.working();
+      await sleep(this.options.placedPollMs ?? 20);
+    }
   }
 
   async stop(): Promise<void> {

@@ -62,7 +62,13 @@ export class EventsFeedService implements BeforeApplicationShutdown {
 
   /** Where feeds read: this process's store and ephemeral channel, at the configured poll interval. */
   sources(): FeedSources {
-    return { store: this.infra.store, ephemeral: this.infra.bus.ephemeral, pollMs: this.settings.pollMs };
+    const bus = this.infra.bus;
+    return {
+      store: this.infra.store,
+      ephemeral: bus.ephemeral,
+      pollMs: this.settings.pollMs,
+      ...(bus.watch ? { watch: bus.watch.bind(bus) } : {}),
+    };
   }
 
   /** Streams the feed on `raw` until the client leaves or the gateway stops. */

@@ -1,4 +1,4 @@
-import type { AppendWatch, EphemeralChannel, EventStore, RecordedEvent } from '@keel/core';
+import type { AppendWatch, EphemeralChannel, EventBus, EventStore, RecordedEvent } from '@keel/core';
 import type { FeedFrame } from './feed-frames.js';
 import { durableFrame, ephemeralFrame, ephemeralVersion } from './feed-frames.js';
 
@@ -10,7 +10,19 @@ export interface FeedSources {
   pollMs: number;
   /** Deltas waiting for a consumer that does not pull beyond this many: the oldest are dropped. */
   maxQueuedDeltas?: number;
+  /**
+   * The bus's live view of the stream's published events (any process's commits, published as
+   * soon as they are durable): a version not yielded yet wakes the reader to read the log.
+   */
+  watch?: EventBus['watch'];
 }
+
+/**
+ * Whether a live notice of `version` calls for a read of the log: only a version after the last
+ * one yielded (an older or equal one is in the log and was yielded already).
+ */
+export const noticeCallsForRead = (version: unknown, lastVersion: number): boolean =>
+  typeof version === 'number' && version > lastVersion;
 
 /** Which conversation a feed reads, and from where. */
 export interface FeedTarget {
@@ -31,9 +43,10 @@ export const DEFAULT_MAX_QUEUED_DELTAS = 1_000;
  * No gap, no duplicate: the log is the only source of durable events. The reader remembers the
  * last version it yielded and reads strictly after it, one read at a time, so a version is yielded
  * at most once and none is skipped (per-stream versions are dense). Latency: a read runs at once
- * when a delta or context message arrives that follows a version not yielded yet (the agent sends
- * one after each step it records), when this process appends (the dev mode's in-process agent),
- * and otherwise every `pollMs`.
+ * when the bus shows an event of the stream after the last version yielded (`watch`: published
+ * right after its commit, by whichever process made it), when a delta or context message arrives
+ * that follows a version not yielded yet, when this process appends (the dev mode's in-process
+ * agent), and otherwise every `pollMs` (the safety net for a notice lost: it only wakes a read).
  *
  * The delta subscription is opened before the first read, and a delta never precedes the durable
  * events it follows: a delta that names the log version it follows (`version`, set by the agent)
@@ -53,7 +66,7 @@ export async function* readFeed(
   if (signal.aborted) return;
   const cursor: FeedCursor = { lastVersion: target.after, lastSeq: 0 };
   // Subscribed before the first read: nothing published from here on is missed.
-  const deltas = new DeltaQueue(sources, target);
+  const deltas = new DeltaQueue(sources, target, cursor);
   // The first pass reads; later ones read only when something may be in the log that was not yielded.
   let mustRead = true;
   let since = 0;
@@ -67,9 +80,10 @@ export async function* readFeed(
           yield frame;
           if (signal.aborted) return;
         }
-        mustRead = deltas.queued.length > 0 || Date.now() - readAt >= pollMs;
+        mustRead = deltas.queued.length > 0 || deltas.committedAhead || Date.now() - readAt >= pollMs;
       }
       if (mustRead) {
+        deltas.committedAhead = false;
         since = store.appendCount;
         readAt = Date.now();
         const events = await store.read(tenantId, streamName, { fromVersion: cursor.lastVersion + 1 });
@@ -87,7 +101,11 @@ export async function* readFeed(
       const woken = AbortSignal.any([deltas.wake.signal, signal]);
       await store.waitForAppend(Math.max(0, readAt + pollMs - Date.now()), woken, since);
       // Only deltas woke the reader: whether the log must be read depends on what they follow.
-      mustRead = !deltas.wake.signal.aborted || store.appendCount !== since || Date.now() - readAt >= pollMs;
+      mustRead =
+        !deltas.wake.signal.aborted ||
+        deltas.committedAhead ||
+        store.appendCount !== since ||
+        Date.now() - readAt >= pollMs;
     }
   } finally {
     deltas.close();
@@ -102,14 +120,28 @@ interface FeedCursor {
 
 /**
  * A feed's deltas as they arrive: a bounded queue (the oldest dropped past `maxQueuedDeltas`) and
- * a wake-up signal, aborted by each delta and re-armed on each pass of the reader.
+ * a wake-up signal, aborted by each delta and re-armed on each pass of the reader. With the bus's
+ * watch, an event of the stream after the cursor's version also wakes it (`committedAhead`): the
+ * event itself is not used, the log stays the only source of durable events.
  */
 class DeltaQueue {
   readonly queued: unknown[] = [];
   wake = new AbortController();
+  /** A commit after the last version yielded was published since the last read. */
+  committedAhead = false;
   readonly #subscription: { unsubscribe(): void };
+  readonly #watching: { unsubscribe(): void } | undefined;
 
-  constructor(sources: FeedSources, { tenantId, conversationId }: FeedTarget) {
+  constructor(
+    sources: FeedSources,
+    { tenantId, conversationId, streamName }: FeedTarget,
+    cursor: FeedCursor,
+  ) {
+    this.#watching = sources.watch?.({ tenantId, streamName }, (event) => {
+      if (!noticeCallsForRead(event.version, cursor.lastVersion)) return;
+      this.committedAhead = true;
+      this.wake.abort();
+    });
     const maxQueued = sources.maxQueuedDeltas ?? DEFAULT_MAX_QUEUED_DELTAS;
     this.#subscription = sources.ephemeral.subscribe(
       { kind: 'deltas', tenantId, conversationId },
@@ -134,6 +166,7 @@ class DeltaQueue {
 
   close(): void {
     this.#subscription.unsubscribe();
+    this.#watching?.unsubscribe();
   }
 }
 

@@ -1,7 +1,7 @@
-import { InMemoryEphemeralChannel, InMemoryEventStore } from '@keel/core';
+import { InMemoryEphemeralChannel, InMemoryEventBus, InMemoryEventStore } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { FeedFrame } from './feed-frames.js';
-import { isEphemeralFrame, readFeed } from './feed-reader.js';
+import { isEphemeralFrame, noticeCallsForRead, readFeed } from './feed-reader.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const tenantId = 't1';
@@ -153,5 +153,38 @@ describe('readFeed', () => {
       stop.signal,
     );
     expect((await frames.next()).done).toBe(true);
+  });
+
+  it('reads at once when the bus shows a commit of another process after the last version yielded, long before pollMs', async () => {
+    const store = new OtherProcessStore();
+    const ephemeral = new InMemoryEphemeralChannel();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    const watch = bus.watch.bind(bus);
+    const frames = readFeed({ store, ephemeral, pollMs: 60_000, watch }, target, stop.signal);
+    const first = frames.next();
+    const [turnStarted] = (await store.append(tenantId, target.streamName, [started])).events;
+    await bus.publish([turnStarted!]);
+    const startedAt = Date.now();
+    expect(((await first).value as FeedFrame).event).toBe('turn.started');
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+    // A notice of a version already yielded (the relay's republish past the window) reads nothing.
+    const reads = store.reads;
+    bus.watch({ tenantId, streamName: target.streamName }, () => undefined);
+    await bus.publish([{ ...turnStarted!, eventId: 'again' }]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(store.reads).toBe(reads);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+  });
+});
+
+describe('noticeCallsForRead', () => {
+  it('asks for a read only for a version after the last one yielded', () => {
+    expect(noticeCallsForRead(5, 4)).toBe(true);
+    expect(noticeCallsForRead(4, 4)).toBe(false);
+    expect(noticeCallsForRead(3, 4)).toBe(false);
+    expect(noticeCallsForRead(undefined, 4)).toBe(false);
   });
 });

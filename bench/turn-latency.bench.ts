@@ -1,0 +1,477 @@
+/**
+ * What a client sees of Keel's own hops, with the five services as separate processes on the
+ * run's NATS and MongoDB (name the backend: FerretDB/PostgreSQL or SQLite), against a fake
+ * provider and a webhook that answer at once:
+ *
+ * - time to first token: POST …/messages (SSE) → first `message.delta`, vs the fake's first
+ *   content chunk read directly in this process;
+ * - a webhook tool call: the `tool.call` frame → the `tool.result` frame at the client, vs the
+ *   same POST sent to the webhook directly.
+ *
+ * Interleaved, rounds alternating who goes first. The breakdown uses timestamps from each side:
+ * the commit's `recordedAt` (taken as the append starts), the event's arrival on NATS as a core
+ * subscriber next to the gateway sees it (the JetStream subjects), the fake's and the webhook's
+ * receipt, and the SSE frame's arrival (all epoch ms; sub-ms where this process measured it).
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from '@nats-io/transport-node';
+import { SecretBox } from '@keel/runtime';
+import type { FakeOpenAI } from '../packages/testkit/src/fake-openai/index.js';
+import { fakeReply, startFakeOpenAI } from '../packages/testkit/src/fake-openai/index.js';
+import type { ProcessHandle } from '../packages/testkit/src/start-process.js';
+import { startProcess } from '../packages/testkit/src/start-process.js';
+import { freePort, readSse } from './gateway-stream-platform.js';
+import type { BenchInfra } from './lib/infra.js';
+import { freshName } from './lib/infra.js';
+import type { Bench, BenchReport, Row } from './lib/report.js';
+import { now, summarize } from './lib/stats.js';
+
+const ROUNDS = Number(process.env.BENCH_TURN_ROUNDS ?? 30);
+const WARMUP = 3;
+/** Agent instances behind the gateway (`BENCH_TURN_AGENTS`), for the throughput figure. */
+const AGENTS = Number(process.env.BENCH_TURN_AGENTS ?? 1);
+const TEXT = 'hello from the fake provider';
+const ARGS = { id: 'order-1' };
+
+/** Epoch milliseconds with this process's sub-millisecond clock. */
+const epoch = (): number => performance.timeOrigin + now();
+
+interface Webhook {
+  url: string;
+  /** Epoch ms of each POST's arrival, in order. */
+  received: number[];
+  close(): Promise<void>;
+}
+
+/** A webhook that answers every POST at once with a small JSON body. */
+const startWebhook = async (): Promise<Webhook> => {
+  const received: number[] = [];
+  const server = createServer((request, response) => {
+    received.push(epoch());
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{"ok":true,"status":"refunded"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+};
+
+/** The events on NATS (JetStream subjects, seen by a core subscriber), by event id. */
+interface NatsTap {
+  /** `<conversation>/<type>` (first one) → arrival epoch ms and the event's recordedAt. */
+  seen: Map<string, { at: number; recordedAt: number }>;
+  close(): Promise<void>;
+}
+
+const tapEvents = async (natsUrl: string, subjectPrefix: string): Promise<NatsTap> => {
+  const nc = await connect({ servers: natsUrl, name: 'bench-turn-latency-tap' });
+  const seen = new Map<string, { at: number; recordedAt: number }>();
+  const sub = nc.subscribe(`${subjectPrefix}.>`, {
+    callback: (_error, msg) => {
+      const at = epoch();
+      try {
+        const event = msg.json<{ type: string; streamName: string; recordedAt: string }>();
+        const key = `${event.streamName.slice(event.streamName.indexOf('-') + 1)}/${event.type}`;
+        if (!seen.has(key)) seen.set(key, { at, recordedAt: Date.parse(event.recordedAt) });
+      } catch {
+        // not an event
+      }
+    },
+  });
+  return {
+    seen,
+    close: async () => {
+      sub.unsubscribe();
+      await nc.close();
+    },
+  };
+};
+
+interface Platform {
+  base: string;
+  editorKey: string;
+  subjectPrefix: string;
+  agents: ProcessHandle[];
+  stop(): Promise<void>;
+}
+
+const withDatabase = (url: string, db: string): string => {
+  const parsed = new URL(url);
+  parsed.pathname = `/${db}`;
+  return parsed.toString();
+};
+
+/** Agent(s), tools, pricing, audit and a gateway as processes; a tenant with the `bench` agent and its `refund` webhook tool. */
+export async function startFivePlatform(
+  infra: BenchInfra,
+  fakeUrl: string,
+  webhookUrl: string,
+  agents = AGENTS,
+  extraEnv: Record<string, string> = {},
+): Promise<Platform> {
+  const operatorKey = `op_${freshName('bench')}`;
+  const subjectPrefix = `b.${freshName('tl')}`;
+  const env: Record<string, string> = {
+    MONGODB_URL: withDatabase(infra.mongoUrl, freshName('bench_turnlat')),
+    NATS_URL: infra.natsUrl,
+    KEEL_NATS_STREAM: freshName('BENCH_TURNLAT').toUpperCase(),
+    KEEL_SUBJECT_PREFIX: subjectPrefix,
+    KEEL_MASTER_KEY: SecretBox.generateKey(),
+    KEEL_OPERATOR_KEY: operatorKey,
+    KEEL_EGRESS_ALLOW: '127.0.0.0/8',
+    OPENAI_API_KEY: 'sk-bench',
+    OPENAI_BASE_URL: fakeUrl,
+    LOG_LEVEL: 'info',
+    KEEL_RATE_LIMIT_RPM: '10000000',
+    KEEL_RATE_LIMIT_BUCKET: freshName('bench_rl'),
+    ...extraEnv,
+  };
+  const ports = {
+    http: await freePort(),
+    gateway: await freePort(),
+    tools: await freePort(),
+    pricing: await freePort(),
+    audit: await freePort(),
+    agents: await Promise.all(Array.from({ length: agents }, () => freePort())),
+  };
+  const pricingUrl = `127.0.0.1:${ports.pricing}`;
+  const start = (name: string, service: string, extra: Record<string, string>) =>
+    startProcess({
+      name,
+      entry: `services/${service}/src/main.ts`,
+      env: { ...env, ...extra },
+      readyLine: /"msg":"ready"/,
+      readyTimeoutMs: 90_000,
+      echo: process.env.BENCH_ECHO === '1',
+    });
+  const started = await Promise.allSettled([
+    ...ports.agents.map((port, i) =>
+      start(`agent${i + 1}`, 'agent', {
+        GRPC_PORT: String(port),
+        PRICING_GRPC_URL: pricingUrl,
+        KEEL_AGENT_CONCURRENCY: '64',
+      }),
+    ),
+    start('tools', 'tools', { GRPC_PORT: String(ports.tools) }),
+    start('pricing', 'pricing', { GRPC_PORT: String(ports.pricing) }),
+    start('audit', 'audit', { GRPC_PORT: String(ports.audit) }),
+    start('gateway', 'gateway', {
+      PORT: String(ports.http),
+      HOST: '127.0.0.1',
+      GRPC_PORT: String(ports.gateway),
+      AGENT_GRPC_URL: ports.agents.map((p) => `127.0.0.1:${p}`).join(','),
+      PRICING_GRPC_URL: pricingUrl,
+      AUDIT_GRPC_URL: `127.0.0.1:${ports.audit}`,
+    }),
+  ]);
+  const processes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const stop = async () => {
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+  };
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  const base = `http://127.0.0.1:${ports.http}`;
+  const editorKey = await configureTenant(base, operatorKey, fakeUrl, webhookUrl);
+  return {
+    base,
+    editorKey,
+    subjectPrefix,
+    agents: processes.filter((p) => p.name.startsWith('agent')),
+    stop,
+  };
+}
+
+async function configureTenant(
+  base: string,
+  operatorKey: string,
+  fakeUrl: string,
+  webhookUrl: string,
+): Promise<string> {
+  const call = async (path: string, key: string, body?: unknown, method = 'POST') => {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (response.status >= 300)
+      throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as Record<string, string>;
+  };
+  const tenant = await call('/v1/tenants', operatorKey, { name: 'Bench' });
+  const admin = await call(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'admin' });
+  const editor = await call(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'editor' });
+  await call('/v1/webhook-secret', admin.key!, {});
+  await call('/v1/providers/openai', admin.key!, { baseUrl: fakeUrl, apiKey: 'sk-bench' }, 'PUT');
+  await call(
+    '/v1/tools/refund',
+    admin.key!,
+    {
+      description: 'Refund an order',
+      inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+      kind: 'webhook',
+      url: webhookUrl,
+      approval: 'never',
+      timeoutMs: 10_000,
+    },
+    'PUT',
+  );
+  await call(
+    '/v1/agents/bench',
+    admin.key!,
+    { model: 'openai:gpt-4o-mini', tools: ['refund'], maxSteps: 3 },
+    'PUT',
+  );
+  return editor.key!;
+}
+
+export async function createConversation(platform: Platform): Promise<string> {
+  const response = await fetch(`${platform.base}/v1/conversations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${platform.editorKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ agentId: 'bench' }),
+  });
+  if (response.status !== 201) throw new Error(`create: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+/** One turn streamed through the gateway: the epoch arrival of each frame type (first one). */
+export async function streamTurn(
+  platform: Platform,
+  conversationId: string,
+): Promise<{ sentAt: number; frames: Map<string, number>; completed: boolean }> {
+  const frames = new Map<string, number>();
+  const sentAt = epoch();
+  const response = await fetch(`${platform.base}/v1/conversations/${conversationId}/messages`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${platform.editorKey}`,
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+    },
+    body: JSON.stringify({ content: 'go' }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (response.status !== 200) throw new Error(`stream: ${response.status} ${await response.text()}`);
+  let completed = false;
+  await readSse(response, (event) => {
+    if (!frames.has(event.event)) frames.set(event.event, performance.timeOrigin + event.at);
+    if (event.event === 'turn.completed') return (completed = true);
+    return event.event === 'turn.failed' || event.event === 'turn.cancelled';
+  });
+  return { sentAt, frames, completed };
+}
+
+/** The fake's stream read directly: request → first content chunk, ms. */
+async function directFirstToken(fake: FakeOpenAI): Promise<number> {
+  const start = now();
+  const response = await fetch(`${fake.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'go' }] }),
+  });
+  let first = Number.NaN;
+  await readSse(response, (event) => {
+    if (event.data === '[DONE]') return true;
+    const chunk = JSON.parse(event.data) as { choices?: Array<{ delta?: { content?: string } }> };
+    if (chunk.choices?.[0]?.delta?.content && Number.isNaN(first)) first = event.at - start;
+    return false;
+  });
+  return first;
+}
+
+/** The same POST the tools service sends, sent directly: request → response body read, ms. */
+async function directPost(webhook: Webhook): Promise<number> {
+  const body = JSON.stringify({
+    toolCallId: '0192f1c2-0000-7000-8000-000000000000',
+    conversationId: '0192f1c2-0000-7000-8000-000000000001',
+    tool: 'refund',
+    args: ARGS,
+  });
+  const start = now();
+  const response = await fetch(webhook.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'bench' },
+    body,
+  });
+  await response.json();
+  return now() - start;
+}
+
+interface Figures {
+  ttftDirect: number[];
+  ttftKeel: number[];
+  postDirect: number[];
+  toolKeel: number[];
+  turnKeel: number[];
+  /** Named spans of the breakdown, ms each. */
+  spans: Map<string, number[]>;
+}
+
+const span = (figures: Figures, name: string, from: number | undefined, to: number | undefined): void => {
+  if (from === undefined || to === undefined || !Number.isFinite(from) || !Number.isFinite(to)) return;
+  const list = figures.spans.get(name) ?? [];
+  list.push(to - from);
+  figures.spans.set(name, list);
+};
+
+async function measure(
+  platform: Platform,
+  fake: FakeOpenAI,
+  webhook: Webhook,
+  tap: NatsTap,
+): Promise<Figures> {
+  const figures: Figures = {
+    ttftDirect: [],
+    ttftKeel: [],
+    postDirect: [],
+    toolKeel: [],
+    turnKeel: [],
+    spans: new Map(),
+  };
+  const conversations: string[] = [];
+  for (let i = 0; i < 2 * (ROUNDS + WARMUP); i++) conversations.push(await createConversation(platform));
+  for (let round = 0; round < ROUNDS + WARMUP; round++) {
+    const keep = round >= WARMUP;
+    if (process.env.BENCH_ECHO === '1') console.error(`turn-latency: round ${round}`);
+    const textTurn = async () => {
+      fake.script(fakeReply.text(TEXT));
+      const before = fake.requests.length;
+      const id = conversations[2 * round]!;
+      const turn = await streamTurn(platform, id);
+      if (!keep) return;
+      const first = turn.frames.get('message.delta');
+      figures.ttftKeel.push((first ?? Number.NaN) - turn.sentAt);
+      const model = fake.requests.slice(before).find((r) => r.path.endsWith('/chat/completions'));
+      const started = tap.seen.get(`${id}/TurnStarted`);
+      span(figures, 'ttft: POST → TurnStarted commit begins', turn.sentAt, started?.recordedAt);
+      span(figures, 'ttft: commit begins → event on NATS', started?.recordedAt, started?.at);
+      span(
+        figures,
+        'ttft: POST → turn.started frame at client',
+        turn.sentAt,
+        turn.frames.get('turn.started'),
+      );
+      span(figures, 'ttft: event on NATS → fake receives model request', started?.at, model?.receivedAt);
+      span(figures, 'ttft: fake receives request → first delta at client', model?.receivedAt, first);
+    };
+    const toolTurn = async () => {
+      fake.script(fakeReply.toolCall('refund', ARGS));
+      fake.script(fakeReply.text(TEXT));
+      const hooks = webhook.received.length;
+      const id = conversations[2 * round + 1]!;
+      const turn = await streamTurn(platform, id);
+      if (!keep) return;
+      const call = turn.frames.get('tool.call');
+      const result = turn.frames.get('tool.result');
+      figures.toolKeel.push((result ?? Number.NaN) - (call ?? Number.NaN));
+      figures.turnKeel.push((turn.frames.get('turn.completed') ?? Number.NaN) - turn.sentAt);
+      const requested = tap.seen.get(`${id}/ToolCallRequested`);
+      const completed = tap.seen.get(`${id}/ToolCallCompleted`);
+      const hookAt = webhook.received[hooks];
+      span(figures, 'tool: ToolCallRequested commit begins → on NATS', requested?.recordedAt, requested?.at);
+      span(figures, 'tool: on NATS → tool.call frame at client', requested?.at, call);
+      span(figures, 'tool: on NATS → webhook receives the POST', requested?.at, hookAt);
+      span(
+        figures,
+        'tool: webhook receives → ToolCallCompleted commit begins',
+        hookAt,
+        completed?.recordedAt,
+      );
+      span(figures, 'tool: ToolCallCompleted commit begins → on NATS', completed?.recordedAt, completed?.at);
+      span(figures, 'tool: on NATS → tool.result frame at client', completed?.at, result);
+    };
+    const direct = async () => {
+      fake.script(fakeReply.text(TEXT));
+      const ttft = await directFirstToken(fake);
+      const post = await directPost(webhook);
+      if (keep) {
+        figures.ttftDirect.push(ttft);
+        figures.postDirect.push(post);
+      }
+    };
+    if (round % 2 === 0) {
+      await direct();
+      await textTurn();
+      await toolTurn();
+    } else {
+      await textTurn();
+      await toolTurn();
+      await direct();
+    }
+  }
+  return figures;
+}
+
+const f = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(2));
+const row = (scenario: string, variant: string, values: number[]): Row => {
+  const s = summarize(values.filter(Number.isFinite));
+  return { scenario, variant, n: s.n, p50Ms: s.p50, p99Ms: s.p99 };
+};
+
+function reportOf(figures: Figures, infra: BenchInfra): BenchReport {
+  const p50 = (values: number[]) => summarize(values.filter(Number.isFinite)).p50;
+  const ttftAdded = p50(figures.ttftKeel) - p50(figures.ttftDirect);
+  const toolAdded = p50(figures.toolKeel) - p50(figures.postDirect);
+  const rows: Row[] = [
+    row('time to first token', 'raw', figures.ttftDirect),
+    {
+      ...row('time to first token', 'keel', figures.ttftKeel),
+      ratio: p50(figures.ttftKeel) / p50(figures.ttftDirect),
+    },
+    row('webhook tool call: tool.call → tool.result', 'raw', figures.postDirect),
+    {
+      ...row('webhook tool call: tool.call → tool.result', 'keel', figures.toolKeel),
+      ratio: p50(figures.toolKeel) / p50(figures.postDirect),
+    },
+    row('a whole one-tool turn: POST → turn.completed', 'keel', figures.turnKeel),
+    ...[...figures.spans].map(([name, values]) => row(name, 'span', values)),
+  ];
+  return {
+    name: 'turn-latency',
+    title: "Turn latency: Keel's own hops as a client sees them (five services as processes)",
+    description: [
+      `Gateway, agent (${AGENTS}), tools, pricing and audit as separate processes on NATS and ${infra.mongoBackend}; the fake OpenAI server and a webhook answer at once; ${ROUNDS} interleaved rounds after ${WARMUP} warm-up ones.`,
+      'raw: the fake read directly (first content chunk), and the same webhook POST sent directly (response read).',
+      'Spans: commit begins = the event\'s recordedAt (taken as the append starts, in the writing process); "on NATS" = a core subscriber next to the gateway sees the event on its JetStream subject.',
+    ],
+    rows,
+    notes: [
+      `Added time to first token (p50): ${f(ttftAdded)} ms (goal ≤ 5 ms); added per webhook tool call (p50): ${f(toolAdded)} ms (goal ≤ 10 ms). Backend: ${infra.mongoBackend}.`,
+    ],
+  };
+}
+
+async function run(infra: BenchInfra): Promise<BenchReport> {
+  const fake = await startFakeOpenAI();
+  const webhook = await startWebhook();
+  try {
+    const platform = await startFivePlatform(infra, fake.url, webhook.url);
+    try {
+      const tap = await tapEvents(infra.natsUrl, platform.subjectPrefix);
+      try {
+        return reportOf(await measure(platform, fake, webhook, tap), infra);
+      } finally {
+        await tap.close();
+      }
+    } finally {
+      await platform.stop();
+    }
+  } finally {
+    await fake.close();
+    await webhook.close();
+  }
+}
+
+/** `npm run bench -- turn-latency`. */
+export const turnLatencyBench: Bench = { name: 'turn-latency', needsNats: true, run };
