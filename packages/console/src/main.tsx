@@ -6,15 +6,15 @@ import { createRoot } from 'react-dom/client';
 import { Route, Router, Switch } from 'wouter';
 import { ApiError } from './api/problem';
 import { SessionProvider, useSessionState } from './api/session';
-import { Layout } from './components/Layout';
-import { Approvals } from './pages/Approvals';
-import { Conversation } from './pages/Conversation';
-import { Conversations } from './pages/Conversations';
-import { DeadLetters } from './pages/DeadLetters';
-import { Overview } from './pages/Overview';
-import { SignIn } from './pages/SignIn';
-import { Tenants } from './pages/Tenants';
-import { Usage } from './pages/Usage';
+import { Layout } from './components/layout';
+import { Approvals } from './pages/approvals';
+import { Conversation } from './pages/conversation';
+import { Conversations } from './pages/conversations';
+import { DeadLetters } from './pages/dead-letters';
+import { Overview } from './pages/overview';
+import { SignIn } from './pages/sign-in';
+import { Tenants } from './pages/tenants';
+import { Usage } from './pages/usage';
 import './styles.css';
 
 const queryClient = new QueryClient({

@@ -6,6 +6,7 @@ import { describeError } from './problem';
 import type { Session } from './session';
 import type { FeedEvent } from './types';
 
+/** Whether a feed is being opened, is open, or dropped (it is retried). */
 export type FeedStatus = { state: 'connecting' } | { state: 'live' } | { state: 'error'; message: string };
 
 const RECONNECT_MS = 2000;

@@ -22,6 +22,7 @@ export interface CallOptions {
   lastEventId?: string | undefined;
 }
 
+/** A signed-in key and the calls made with it: what every page uses. */
 export interface Session {
   key: string;
   me: Me;
@@ -76,6 +77,7 @@ const readStored = (): { key: string; me: Me } | undefined => {
   return key && me ? { key, me: JSON.parse(me) as Me } : undefined;
 };
 
+/** Holds the session for the whole app; signs in, signs out, and signs out on any 401. */
 export const SessionProvider = ({ children }: { children: ReactNode }) => {
   const queryClient = useQueryClient();
   const [signedIn, setSignedIn] = useState(readStored);
@@ -141,6 +143,7 @@ export const SessionProvider = ({ children }: { children: ReactNode }) => {
   return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
 };
 
+/** The session if any, the sign-out notice and sign-in: for the sign-in page. */
 export const useSessionState = (): SessionState => {
   const state = useContext(SessionContext);
   if (!state) throw new Error('useSessionState outside SessionProvider');

@@ -1,13 +1,16 @@
 // The shapes of the public API the console reads (../shared/API.md), only the fields it shows.
 
+/** Who a key is (GET /v1/me). */
 export type Role = 'operator' | 'admin' | 'editor' | 'viewer';
 
+/** GET /v1/me: the signed-in key, its role and tenant (none for the operator). */
 export interface Me {
   keyId: string;
   role: Role;
   tenant: { id: string; name: string } | null;
 }
 
+/** A row of GET /v1/tenants: the budget and the cost this month (UTC). */
 export interface Tenant {
   id: string;
   name: string;
@@ -16,6 +19,7 @@ export interface Tenant {
   costMonthUsd?: number;
 }
 
+/** A key as listed (never the key itself). */
 export interface KeyInfo {
   id: string;
   role: Role;
@@ -24,12 +28,14 @@ export interface KeyInfo {
   lastUsedAt?: string | null;
 }
 
+/** A key just issued: the only answer that carries the key. */
 export interface IssuedKey {
   id: string;
   role: Role;
   key: string;
 }
 
+/** GET /v1/operator/overview: the platform's counters. */
 export interface Overview {
   tenants: number;
   turnsRunning: number;
@@ -41,6 +47,7 @@ export interface Overview {
   tokensToday: number;
 }
 
+/** A row of GET /v1/conversations. */
 export interface ConversationSummary {
   id: string;
   agentId: string;
@@ -49,6 +56,7 @@ export interface ConversationSummary {
   createdAt?: string;
 }
 
+/** A message of a conversation as GET /v1/conversations/{id} rebuilds it. */
 export interface Message {
   id: string;
   role: 'user' | 'assistant' | 'tool';
@@ -57,6 +65,7 @@ export interface Message {
   toolCallId?: string;
 }
 
+/** An approval a conversation waits for. */
 export interface PendingApproval {
   approvalId: string;
   toolCallId: string;
@@ -66,6 +75,7 @@ export interface PendingApproval {
   requestedAt: string;
 }
 
+/** GET /v1/conversations/{id}: the state rebuilt from the log. */
 export interface Conversation {
   id: string;
   agentId: string;
@@ -77,11 +87,13 @@ export interface Conversation {
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
 }
 
+/** A row of GET /v1/approvals?status=pending: with its tenant and conversation. */
 export interface TenantApproval extends PendingApproval {
   tenantId: string;
   conversationId: string;
 }
 
+/** A row of GET /v1/dead-letters (never the event's payload). */
 export interface DeadLetter {
   id: string;
   consumer: string;
@@ -92,8 +104,10 @@ export interface DeadLetter {
   failedAt: string;
 }
 
+/** What usage rows are keyed by (`tenant`: the operator across tenants). */
 export type GroupBy = 'day' | 'model' | 'user' | 'agent' | 'tenant';
 
+/** The figures of one usage row (and of the totals). */
 export interface UsageRow {
   key: string;
   promptTokens: number;
@@ -102,6 +116,7 @@ export interface UsageRow {
   turns: number;
 }
 
+/** GET /v1/usage as JSON. */
 export interface UsageReport {
   totals: Partial<UsageRow>;
   rows: UsageRow[];

@@ -10,9 +10,11 @@ export const formatUsd = (value: number | null | undefined): string => {
   return usd.format(value);
 };
 
+/** Token and turn counts, grouped by thousands. */
 export const formatCount = (value: number | null | undefined): string =>
   value === null || value === undefined ? '—' : count.format(value);
 
+/** An instant in the browser's time zone. */
 export const formatTime = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' }) : '—';
 

@@ -8,11 +8,11 @@ import { Link } from 'wouter';
 import { useFeed } from '../api/feed';
 import { actingTenant, useSession } from '../api/session';
 import type { Conversation as ConversationBody, FeedEvent, Message } from '../api/types';
-import { ApprovalButtons } from '../components/ApprovalButtons';
+import { ApprovalButtons } from '../components/approval-buttons';
 import { formatCount, formatJson, formatUsd } from '../components/format';
-import { PageTitle } from '../components/Layout';
+import { PageTitle } from '../components/layout';
 import { ErrorNote, Loading, StatusBadge } from '../components/status';
-import { NeedsTenant } from '../components/TenantPicker';
+import { NeedsTenant } from '../components/tenant-picker';
 
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 const num = (value: unknown): number => (typeof value === 'number' ? value : 0);

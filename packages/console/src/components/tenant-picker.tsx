@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useSession } from '../api/session';
 import type { Tenant } from '../api/types';
 
+/** Every tenant (operator only; an admin's query stays idle). */
 export const useTenants = () => {
   const session = useSession();
   return useQuery({
@@ -12,6 +13,7 @@ export const useTenants = () => {
   });
 };
 
+/** The tenant select of the top bar (the admin's tenant name instead). */
 export const TenantPicker = () => {
   const session = useSession();
   const tenants = useTenants();

@@ -5,6 +5,7 @@ import { InputError } from '../api/problem';
 import { useSessionState } from '../api/session';
 import { ErrorNote, Notice } from '../components/status';
 
+/** The sign-in page, shown whenever no key is signed in. */
 export const SignIn = () => {
   const { signIn, notice } = useSessionState();
   const [key, setKey] = useState('');

@@ -6,12 +6,13 @@ import { useLocation } from 'wouter';
 import { useFeed } from '../api/feed';
 import { useSession } from '../api/session';
 import type { FeedEvent } from '../api/types';
-import type { TurnRow } from './live-turns';
-import { MAX_ROWS, nextRow, text } from './live-turns';
+import type { TurnRow } from './live-turn-rows';
+import { MAX_ROWS, nextRow, text } from './live-turn-rows';
 import { formatUsd, shortId } from './format';
 import { ErrorNote, StatusBadge } from './status';
-import { useTenants } from './TenantPicker';
+import { useTenants } from './tenant-picker';
 
+/** The turns of a feed as they run, each opening its conversation. */
 export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: string | undefined }) => {
   const session = useSession();
   const queryClient = useQueryClient();

@@ -4,8 +4,8 @@ import { useQuery } from '@tanstack/react-query';
 import { useSession } from '../api/session';
 import type { Overview as OverviewBody, TenantApproval, UsageReport } from '../api/types';
 import { formatCount, formatUsd } from '../components/format';
-import { PageTitle } from '../components/Layout';
-import { LiveTurns } from '../components/LiveTurns';
+import { PageTitle } from '../components/layout';
+import { LiveTurns } from '../components/live-turns';
 import { ErrorNote, Loading } from '../components/status';
 import { monthStart, todayIn } from './usage-range';
 
@@ -79,6 +79,7 @@ const TenantStats = () => {
   );
 };
 
+/** The Overview page: counters and the live turns. */
 export const Overview = () => {
   const session = useSession();
   return (

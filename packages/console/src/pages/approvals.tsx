@@ -4,12 +4,13 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { useSession } from '../api/session';
 import type { TenantApproval } from '../api/types';
-import { ApprovalButtons } from '../components/ApprovalButtons';
+import { ApprovalButtons } from '../components/approval-buttons';
 import { formatJson, formatTime, shortId } from '../components/format';
-import { PageTitle } from '../components/Layout';
+import { PageTitle } from '../components/layout';
 import { ErrorNote, Loading } from '../components/status';
-import { useTenants } from '../components/TenantPicker';
+import { useTenants } from '../components/tenant-picker';
 
+/** The Approvals page. */
 export const Approvals = () => {
   const session = useSession();
   const tenants = useTenants();

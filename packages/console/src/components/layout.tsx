@@ -2,7 +2,7 @@
 import type { ReactNode } from 'react';
 import { Link, useRoute } from 'wouter';
 import { useSession } from '../api/session';
-import { TenantPicker } from './TenantPicker';
+import { TenantPicker } from './tenant-picker';
 
 const PAGES: Array<[string, string]> = [
   ['/', 'Overview'],
@@ -24,6 +24,7 @@ const NavLink = ({ href, label }: { href: string; label: string }) => {
   );
 };
 
+/** The frame of every signed-in page. */
 export const Layout = ({ children }: { children: ReactNode }) => {
   const session = useSession();
   const who = session.isOperator ? 'operator' : `${session.me.role} of ${session.me.tenant?.name ?? '?'}`;
@@ -54,6 +55,7 @@ export const Layout = ({ children }: { children: ReactNode }) => {
   );
 };
 
+/** A page's heading (the page's name), with what goes beside it. */
 export const PageTitle = ({ title, children }: { title: string; children?: ReactNode }) => (
   <div className="page-title">
     <h1>{title}</h1>

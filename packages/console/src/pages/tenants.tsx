@@ -6,11 +6,12 @@ import type { FormEvent } from 'react';
 import { useState } from 'react';
 import { InputError } from '../api/problem';
 import { useSession } from '../api/session';
-import type { IssuedKey, KeyInfo, Tenant, UsageReport } from '../api/types';
+import type { Tenant, UsageReport } from '../api/types';
 import { formatTime, formatUsd } from '../components/format';
-import { PageTitle } from '../components/Layout';
+import { PageTitle } from '../components/layout';
 import { ErrorNote, Loading, Notice } from '../components/status';
-import { useTenants } from '../components/TenantPicker';
+import { Keys } from '../components/tenant-keys';
+import { useTenants } from '../components/tenant-picker';
 import { monthStart, todayIn } from './usage-range';
 
 /** Cost against budget as a bar: green, amber past 80 %, red past the budget. */
@@ -104,119 +105,6 @@ const SetBudget = ({ tenant }: { tenant: Tenant }) => {
   );
 };
 
-/** The key just issued, shown this once, with a copy button. */
-const IssuedKeyBox = ({ issued }: { issued: IssuedKey }) => {
-  const [copied, setCopied] = useState(false);
-  return (
-    <div className="issued-key" role="status">
-      <p>New {issued.role} key — copy it now, it is not shown again:</p>
-      <code data-testid="issued-key">{issued.key}</code>
-      <button
-        type="button"
-        onClick={() => {
-          void navigator.clipboard?.writeText(issued.key).then(() => setCopied(true));
-        }}
-      >
-        {copied ? 'Copied' : 'Copy'}
-      </button>
-    </div>
-  );
-};
-
-/** A tenant's keys: the list, a new key, revoke. `base` is `/v1/tenants/{id}` (operator) or `/v1`. */
-const Keys = ({ base }: { base: string }) => {
-  const session = useSession();
-  const queryClient = useQueryClient();
-  const [role, setRole] = useState('admin');
-  const [name, setName] = useState('');
-  const keys = useQuery({
-    queryKey: ['keys', session.key, base],
-    queryFn: () => session.call<{ data: KeyInfo[] }>(`${base}/keys`).then((body) => body.data),
-  });
-  const issue = useMutation({
-    mutationFn: () =>
-      session.call<IssuedKey>(`${base}/keys`, {
-        method: 'POST',
-        body: { role, ...(name.trim() ? { name: name.trim() } : {}) },
-      }),
-    onSuccess: () => {
-      setName('');
-      return queryClient.invalidateQueries({ queryKey: ['keys'] });
-    },
-  });
-  const revoke = useMutation({
-    mutationFn: (keyId: string) =>
-      session.call(`${base}/keys/${encodeURIComponent(keyId)}`, { method: 'DELETE' }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
-  });
-  return (
-    <div className="keys">
-      <h3>Keys</h3>
-      <form
-        className="inline-form"
-        aria-label="New key"
-        onSubmit={(event) => {
-          event.preventDefault();
-          issue.mutate();
-        }}
-      >
-        <label className="field">
-          <span>Role</span>
-          <select value={role} onChange={(event) => setRole(event.target.value)}>
-            <option value="admin">admin</option>
-            <option value="editor">editor</option>
-            <option value="viewer">viewer</option>
-          </select>
-        </label>
-        <label className="field">
-          <span>Key name</span>
-          <input value={name} onChange={(event) => setName(event.target.value)} placeholder="optional" />
-        </label>
-        <button type="submit" disabled={issue.isPending}>
-          Create key
-        </button>
-      </form>
-      {issue.isError && <ErrorNote error={issue.error} />}
-      {issue.data && <IssuedKeyBox issued={issue.data} />}
-      {revoke.isError && <ErrorNote error={revoke.error} />}
-      {keys.isPending && <Loading what="keys" />}
-      {keys.isError && <ErrorNote error={keys.error} />}
-      {keys.data && (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Role</th>
-                <th>Created</th>
-                <th>Last used</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.map((key) => (
-                <tr key={key.id}>
-                  <td title={key.id}>{key.name || key.id}</td>
-                  <td>{key.role}</td>
-                  <td>{formatTime(key.createdAt)}</td>
-                  <td>{formatTime(key.lastUsedAt)}</td>
-                  <td>
-                    {key.id !== session.me.keyId && (
-                      <button type="button" className="danger small" onClick={() => revoke.mutate(key.id)}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </div>
-  );
-};
-
 const OperatorTenants = () => {
   const session = useSession();
   const tenants = useTenants();
@@ -298,6 +186,7 @@ const OwnTenant = () => {
   );
 };
 
+/** The Tenants page: every tenant for the operator, its own for an admin. */
 export const Tenants = () => {
   const session = useSession();
   return (

@@ -4,6 +4,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useSession } from '../api/session';
 import { ErrorNote } from './status';
 
+/** The decision on one pending approval, wherever it is shown (timeline, Approvals page). */
 export const ApprovalButtons = ({
   conversationId,
   approvalId,

@@ -16,6 +16,7 @@ export interface TurnRow {
 /** The live list shows the latest this many turns. */
 export const MAX_ROWS = 25;
 
+/** A string field of an event's data, or undefined. */
 export const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /** The turn's row after one more event at `now` (undefined: the event says nothing of a turn). */

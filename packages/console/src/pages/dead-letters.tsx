@@ -3,10 +3,11 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSession } from '../api/session';
 import type { DeadLetter } from '../api/types';
 import { formatTime, shortId } from '../components/format';
-import { PageTitle } from '../components/Layout';
+import { PageTitle } from '../components/layout';
 import { ErrorNote, Loading, Notice } from '../components/status';
-import { useTenants } from '../components/TenantPicker';
+import { useTenants } from '../components/tenant-picker';
 
+/** The Dead letters page. */
 export const DeadLetters = () => {
   const session = useSession();
   const queryClient = useQueryClient();

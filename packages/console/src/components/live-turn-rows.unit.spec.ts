@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeedEvent } from '../api/types';
-import type { TurnRow } from './live-turns';
-import { nextRow } from './live-turns';
+import type { TurnRow } from './live-turn-rows';
+import { nextRow } from './live-turn-rows';
 
 const frame = (event: string, data: Record<string, unknown>): FeedEvent => ({
   id: '1',

@@ -16,9 +16,9 @@ import {
 import { useSession } from '../api/session';
 import type { GroupBy, UsageReport, UsageRow } from '../api/types';
 import { formatCount, formatUsd } from '../components/format';
-import { PageTitle } from '../components/Layout';
+import { PageTitle } from '../components/layout';
 import { ErrorNote, Loading } from '../components/status';
-import { useTenants } from '../components/TenantPicker';
+import { useTenants } from '../components/tenant-picker';
 import { addDays, timeZones, todayIn } from './usage-range';
 
 const GROUPS: GroupBy[] = ['day', 'model', 'user', 'agent'];
@@ -139,6 +139,7 @@ const saveFile = (blob: Blob, name: string) => {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 };
 
+/** The Usage page. */
 export const Usage = () => {
   const session = useSession();
   const tenants = useTenants();

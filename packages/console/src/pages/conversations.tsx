@@ -4,11 +4,12 @@ import { Link } from 'wouter';
 import { actingTenant, useSession } from '../api/session';
 import type { ConversationSummary } from '../api/types';
 import { formatTime } from '../components/format';
-import { PageTitle } from '../components/Layout';
-import { LiveTurns } from '../components/LiveTurns';
+import { PageTitle } from '../components/layout';
+import { LiveTurns } from '../components/live-turns';
 import { ErrorNote, Loading, StatusBadge } from '../components/status';
-import { NeedsTenant } from '../components/TenantPicker';
+import { NeedsTenant } from '../components/tenant-picker';
 
+/** The Conversations page (one tenant's). */
 export const Conversations = () => {
   const session = useSession();
   const tenant = actingTenant(session);
