@@ -436,6 +436,40 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
           tenantId: ['$ne', a.id],
         },
       },
+      {
+        name: 'pending approvals',
+        method: 'GET',
+        path: '/v1/approvals',
+        role: 'admin',
+        writes: false,
+        query: {
+          status: ['done', 'PENDING', '$ne', '', ...PROTOTYPE_IDS.slice(0, 2)],
+          tenantId: ['$ne', b.id, ...PROTOTYPE_IDS.slice(0, 1)],
+        },
+      },
+      {
+        name: 'operator overview',
+        method: 'GET',
+        path: '/v1/operator/overview',
+        role: 'operator',
+        writes: false,
+        query: { tz: ['Mars/Olympus', '../../etc/passwd', '$ne', 'x'.repeat(300), 'Europe/Nowhere'] },
+      },
+      {
+        name: 'dead letters',
+        method: 'GET',
+        path: '/v1/dead-letters',
+        role: 'admin',
+        writes: false,
+        query: { limit: LIMITS, tenantId: ['$ne', b.id], consumer: [''] },
+      },
+      {
+        name: 'replay dead letter',
+        method: 'POST',
+        path: '/v1/dead-letters/{letter}/replay',
+        role: 'operator',
+        writes: true,
+      },
     ];
   };
 
@@ -448,6 +482,7 @@ describe(`hostile input over every route (seed ${SEED}, real processes)`, () => 
     agent: 'a',
     conversation: conversationId,
     approval: randomUUID(),
+    letter: randomUUID(),
   });
 
   const fill = (path: string, ids: Record<string, string>): string =>
