@@ -27,6 +27,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const OPERATOR_KEY = `op_${uniqueName('devrestart')}`;
 
+/** `npm start` with `env`, once its banner is out: the process, the banner, the dev key it printed and its URL. */
+const startDev = async (env: Record<string, string>) => {
+  const handle = await startProcess({
+    name: 'dev',
+    entry: 'apps/dev/src/main.ts',
+    env,
+    readyLine: /^Ctrl-C stops it/,
+    readyTimeoutMs: 60_000,
+  });
+  const banner = handle.stderrLines.join('\n');
+  const key = /KEEL_KEY=(\S+)/.exec(banner)?.[1] ?? '';
+  return { handle, banner, key, url: `http://127.0.0.1:${env.PORT}` };
+};
+
 describe('npm start on MongoDB and NATS, restarted', () => {
   let dir: string;
   let env: Record<string, string>;
@@ -61,17 +75,8 @@ describe('npm start on MongoDB and NATS, restarted', () => {
 
   /** One `npm start` until its banner: the key it printed, what it created, then Ctrl-C. */
   const start = async (extra: Record<string, string> = {}) => {
-    const handle = await startProcess({
-      name: 'dev',
-      entry: 'apps/dev/src/main.ts',
-      env: { ...env, ...extra },
-      readyLine: /^Ctrl-C stops it/,
-      readyTimeoutMs: 60_000,
-    });
-    const banner = handle.stderrLines.join('\n');
-    const key = /KEEL_KEY=(\S+)/.exec(banner)?.[1] ?? '';
+    const { handle, banner, key, url } = await startDev({ ...env, ...extra });
     const setup = JSON.parse(await handle.waitForLine(/"msg":"dev tenant ready"/)) as { created: string[] };
-    const url = `http://127.0.0.1:${env.PORT}`;
     const agent = await fetch(`${url}/v1/agents/demo`, { headers: { authorization: `Bearer ${key}` } });
     const tenants = await fetch(`${url}/v1/tenants`, {
       headers: { authorization: `Bearer ${OPERATOR_KEY}` },
@@ -182,16 +187,7 @@ describe('npm start on MongoDB and NATS without KEEL_MASTER_KEY, restarted', () 
   });
 
   const start = async (extra: Record<string, string> = {}) => {
-    const handle = await startProcess({
-      name: 'dev',
-      entry: 'apps/dev/src/main.ts',
-      env: { ...env, ...extra },
-      readyLine: /^Ctrl-C stops it/,
-      readyTimeoutMs: 60_000,
-    });
-    const banner = handle.stderrLines.join('\n');
-    const key = /KEEL_KEY=(\S+)/.exec(banner)?.[1] ?? '';
-    const url = `http://127.0.0.1:${env.PORT}`;
+    const { handle, banner, key, url } = await startDev({ ...env, ...extra });
     const call = async (method: string, path: string, body?: unknown) => {
       const response = await fetch(`${url}${path}`, {
         method,
