@@ -3,35 +3,31 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useCallback, useState } from 'react';
 import { useLocation } from 'wouter';
+import type { FeedStatus } from '../api/feed';
 import { useFeed } from '../api/feed';
 import { useSession } from '../api/session';
 import type { FeedEvent } from '../api/types';
+import { formatUsd, shortId } from './format';
 import type { TurnRow } from './live-turn-rows';
 import { MAX_ROWS, nextRow, text } from './live-turn-rows';
-import { formatUsd, shortId } from './format';
 import { ErrorNote, StatusBadge } from './status';
 import { useTenants } from './tenant-picker';
 
-/** The turns of a feed as they run, each opening its conversation. */
-export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: string | undefined }) => {
+/** The feed's turns, newest first, and its status; the counters' queries refresh as turns move. */
+const useLiveTurns = (
+  feedPath: string,
+  tenant: string | undefined,
+): { rows: TurnRow[]; status: FeedStatus } => {
   const session = useSession();
   const queryClient = useQueryClient();
-  const [, navigate] = useLocation();
   const [rows, setRows] = useState<Map<string, TurnRow>>(new Map());
-  const tenants = useTenants();
-  const tenantName = (id: string | undefined) =>
-    tenants.data?.find((tenant) => tenant.id === id)?.name ?? shortId(id ?? '—');
-
   const onEvent = useCallback(
     (event: FeedEvent) => {
       const turnId = text(event.data.turnId);
       if (!turnId) return;
       setRows((current) => {
         const row = nextRow(current.get(turnId), event);
-        if (!row) return current;
-        const next = new Map(current);
-        next.set(turnId, row);
-        return next;
+        return row ? new Map(current).set(turnId, row) : current;
       });
       if (event.event.startsWith('turn.') || event.event.startsWith('approval.')) {
         void queryClient.invalidateQueries({ queryKey: ['live-summary'] });
@@ -40,14 +36,65 @@ export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: str
     [queryClient],
   );
   const status = useFeed(session, feedPath, tenant, onEvent);
+  return { rows: [...rows.values()].sort((a, b) => b.at - a.at).slice(0, MAX_ROWS), status };
+};
 
-  const shown = [...rows.values()].sort((a, b) => b.at - a.at).slice(0, MAX_ROWS);
+const TurnsTable = ({ rows }: { rows: TurnRow[] }) => {
+  const session = useSession();
+  const tenants = useTenants();
+  const [, navigate] = useLocation();
+  const tenantName = (id: string | undefined) =>
+    tenants.data?.find((tenant) => tenant.id === id)?.name ?? shortId(id ?? '—');
   const open = (row: TurnRow) => {
     if (session.isOperator && row.tenantId) session.chooseTenant(row.tenantId);
     navigate(`/conversations/${encodeURIComponent(row.conversationId)}`);
   };
-  const running = shown.filter((row) => row.status === 'running' || row.status === 'awaiting_approval');
+  return (
+    <div className="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th>Conversation</th>
+            {session.isOperator && <th>Tenant</th>}
+            <th>Status</th>
+            <th>Now</th>
+            <th className="num">Cost</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.turnId} className="clickable" onClick={() => open(row)}>
+              <td>
+                <a
+                  href={`/console/conversations/${encodeURIComponent(row.conversationId)}`}
+                  onClick={(event) => {
+                    event.preventDefault();
+                    event.stopPropagation();
+                    open(row);
+                  }}
+                  title={row.conversationId}
+                >
+                  {row.conversationId}
+                </a>
+              </td>
+              {session.isOperator && <td title={row.tenantId}>{tenantName(row.tenantId)}</td>}
+              <td>
+                <StatusBadge status={row.status} />
+              </td>
+              <td>{row.detail}</td>
+              <td className="num">{formatUsd(row.costUsd)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+};
 
+/** The turns of a feed as they run, each opening its conversation. */
+export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: string | undefined }) => {
+  const { rows, status } = useLiveTurns(feedPath, tenant);
+  const running = rows.filter((row) => row.status === 'running' || row.status === 'awaiting_approval');
   return (
     <section className="card live-turns" aria-label="Live turns">
       <div className="card-head">
@@ -57,49 +104,12 @@ export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: str
         </span>
       </div>
       {status.state === 'error' && <ErrorNote error={status.message} prefix="The events feed" />}
-      {shown.length === 0 ? (
+      {rows.length === 0 ? (
         <p className="muted">
           No turn has started since this page opened: each appears here the moment it starts.
         </p>
       ) : (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th>Conversation</th>
-                {session.isOperator && <th>Tenant</th>}
-                <th>Status</th>
-                <th>Now</th>
-                <th className="num">Cost</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((row) => (
-                <tr key={row.turnId} className="clickable" onClick={() => open(row)}>
-                  <td>
-                    <a
-                      href={`/console/conversations/${encodeURIComponent(row.conversationId)}`}
-                      onClick={(event) => {
-                        event.preventDefault();
-                        event.stopPropagation();
-                        open(row);
-                      }}
-                      title={row.conversationId}
-                    >
-                      {row.conversationId}
-                    </a>
-                  </td>
-                  {session.isOperator && <td title={row.tenantId}>{tenantName(row.tenantId)}</td>}
-                  <td>
-                    <StatusBadge status={row.status} />
-                  </td>
-                  <td>{row.detail}</td>
-                  <td className="num">{formatUsd(row.costUsd)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <TurnsTable rows={rows} />
       )}
     </section>
   );

@@ -26,16 +26,12 @@ const IssuedKeyBox = ({ issued }: { issued: IssuedKey }) => {
   );
 };
 
-/** A tenant's keys: the list, a new key, revoke. `base` is `/v1/tenants/{id}` (operator) or `/v1`. */
-export const Keys = ({ base }: { base: string }) => {
+/** A new key of a chosen role and optional name; the key shows once below the form. */
+const NewKey = ({ base }: { base: string }) => {
   const session = useSession();
   const queryClient = useQueryClient();
   const [role, setRole] = useState('admin');
   const [name, setName] = useState('');
-  const keys = useQuery({
-    queryKey: ['keys', session.key, base],
-    queryFn: () => session.call<{ data: KeyInfo[] }>(`${base}/keys`).then((body) => body.data),
-  });
   const issue = useMutation({
     mutationFn: () =>
       session.call<IssuedKey>(`${base}/keys`, {
@@ -47,14 +43,8 @@ export const Keys = ({ base }: { base: string }) => {
       return queryClient.invalidateQueries({ queryKey: ['keys'] });
     },
   });
-  const revoke = useMutation({
-    mutationFn: (keyId: string) =>
-      session.call(`${base}/keys/${encodeURIComponent(keyId)}`, { method: 'DELETE' }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
-  });
   return (
-    <div className="keys">
-      <h3>Keys</h3>
+    <>
       <form
         className="inline-form"
         aria-label="New key"
@@ -81,41 +71,67 @@ export const Keys = ({ base }: { base: string }) => {
       </form>
       {issue.isError && <ErrorNote error={issue.error} />}
       {issue.data && <IssuedKeyBox issued={issue.data} />}
+    </>
+  );
+};
+
+const KeysTable = ({ keys, onRevoke }: { keys: KeyInfo[]; onRevoke: (keyId: string) => void }) => {
+  const session = useSession();
+  return (
+    <div className="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Role</th>
+            <th>Created</th>
+            <th>Last used</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((key) => (
+            <tr key={key.id}>
+              <td title={key.id}>{key.name || key.id}</td>
+              <td>{key.role}</td>
+              <td>{formatTime(key.createdAt)}</td>
+              <td>{formatTime(key.lastUsedAt)}</td>
+              <td>
+                {key.id !== session.me.keyId && (
+                  <button type="button" className="danger small" onClick={() => onRevoke(key.id)}>
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+};
+
+/** A tenant's keys: the list, a new key, revoke. `base` is `/v1/tenants/{id}` (operator) or `/v1`. */
+export const Keys = ({ base }: { base: string }) => {
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const keys = useQuery({
+    queryKey: ['keys', session.key, base],
+    queryFn: () => session.call<{ data: KeyInfo[] }>(`${base}/keys`).then((body) => body.data),
+  });
+  const revoke = useMutation({
+    mutationFn: (keyId: string) =>
+      session.call(`${base}/keys/${encodeURIComponent(keyId)}`, { method: 'DELETE' }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
+  });
+  return (
+    <div className="keys">
+      <h3>Keys</h3>
+      <NewKey base={base} />
       {revoke.isError && <ErrorNote error={revoke.error} />}
       {keys.isPending && <Loading what="keys" />}
       {keys.isError && <ErrorNote error={keys.error} />}
-      {keys.data && (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Role</th>
-                <th>Created</th>
-                <th>Last used</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.map((key) => (
-                <tr key={key.id}>
-                  <td title={key.id}>{key.name || key.id}</td>
-                  <td>{key.role}</td>
-                  <td>{formatTime(key.createdAt)}</td>
-                  <td>{formatTime(key.lastUsedAt)}</td>
-                  <td>
-                    {key.id !== session.me.keyId && (
-                      <button type="button" className="danger small" onClick={() => revoke.mutate(key.id)}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      {keys.data && <KeysTable keys={keys.data} onRevoke={revoke.mutate} />}
     </div>
   );
 };

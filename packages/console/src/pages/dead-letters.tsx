@@ -7,15 +7,66 @@ import { PageTitle } from '../components/layout';
 import { ErrorNote, Loading, Notice } from '../components/status';
 import { useTenants } from '../components/tenant-picker';
 
-/** The Dead letters page. */
-export const DeadLetters = () => {
+const LettersTable = ({
+  letters,
+  onReplay,
+  replaying,
+}: {
+  letters: DeadLetter[];
+  onReplay: (id: string) => void;
+  replaying: boolean;
+}) => {
   const session = useSession();
-  const queryClient = useQueryClient();
   const tenants = useTenants();
   const tenantName = (id: string | null | undefined) =>
     session.isOperator
       ? (tenants.data?.find((tenant) => tenant.id === id)?.name ?? shortId(id ?? '—'))
       : (session.me.tenant?.name ?? '—');
+  return (
+    <div className="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th>Failed</th>
+            <th>Consumer</th>
+            <th>Event</th>
+            <th>Tenant</th>
+            <th className="num">Attempts</th>
+            <th>Error</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {letters.map((letter) => (
+            <tr key={letter.id}>
+              <td>{formatTime(letter.failedAt)}</td>
+              <td>{letter.consumer}</td>
+              <td>{letter.eventType}</td>
+              <td title={letter.tenantId ?? ''}>{tenantName(letter.tenantId)}</td>
+              <td className="num">{letter.attempts}</td>
+              <td className="wrap">{letter.error}</td>
+              <td>
+                <button
+                  type="button"
+                  disabled={!session.isOperator || replaying}
+                  title={session.isOperator ? undefined : 'Only the operator replays'}
+                  onClick={() => onReplay(letter.id)}
+                >
+                  Replay
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+};
+
+/** The Dead letters page. */
+export const DeadLetters = () => {
+  const session = useSession();
+  const queryClient = useQueryClient();
   const letters = useQuery({
     queryKey: ['dead-letters', session.key],
     queryFn: () => session.call<{ data: DeadLetter[] }>('/v1/dead-letters').then((b) => b.data),
@@ -40,43 +91,7 @@ export const DeadLetters = () => {
       )}
       {letters.data && letters.data.length > 0 && (
         <section className="card">
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Failed</th>
-                  <th>Consumer</th>
-                  <th>Event</th>
-                  <th>Tenant</th>
-                  <th className="num">Attempts</th>
-                  <th>Error</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {letters.data.map((letter) => (
-                  <tr key={letter.id}>
-                    <td>{formatTime(letter.failedAt)}</td>
-                    <td>{letter.consumer}</td>
-                    <td>{letter.eventType}</td>
-                    <td title={letter.tenantId ?? ''}>{tenantName(letter.tenantId)}</td>
-                    <td className="num">{letter.attempts}</td>
-                    <td className="wrap">{letter.error}</td>
-                    <td>
-                      <button
-                        type="button"
-                        disabled={!session.isOperator || replay.isPending}
-                        title={session.isOperator ? undefined : 'Only the operator replays'}
-                        onClick={() => replay.mutate(letter.id)}
-                      >
-                        Replay
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <LettersTable letters={letters.data} onReplay={replay.mutate} replaying={replay.isPending} />
         </section>
       )}
     </>

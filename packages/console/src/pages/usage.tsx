@@ -2,21 +2,11 @@
 // chosen time zone, from GET /v1/usage, and the same rows as CSV (format=csv) to download.
 import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import {
-  Bar,
-  CartesianGrid,
-  ComposedChart,
-  Legend,
-  Line,
-  ResponsiveContainer,
-  Tooltip,
-  XAxis,
-  YAxis,
-} from 'recharts';
 import { useSession } from '../api/session';
 import type { GroupBy, UsageReport, UsageRow } from '../api/types';
 import { formatCount, formatUsd } from '../components/format';
 import { PageTitle } from '../components/layout';
+import { UsageChart, UsageTable } from '../components/usage-views';
 import { ErrorNote, Loading } from '../components/status';
 import { useTenants } from '../components/tenant-picker';
 import { addDays, timeZones, todayIn } from './usage-range';
@@ -34,99 +24,6 @@ const everyDay = (rows: UsageRow[], from: string, to: string): UsageRow[] => {
   return days;
 };
 
-const UsageChart = ({ rows, groupBy }: { rows: UsageRow[]; groupBy: GroupBy }) => (
-  <div className="chart" data-testid="usage-chart" aria-label={`Usage by ${groupBy}`}>
-    <ResponsiveContainer width="100%" height={300}>
-      <ComposedChart data={rows} margin={{ top: 8, right: 8, bottom: 8, left: 8 }}>
-        <CartesianGrid strokeDasharray="3 3" stroke="#e3e8ef" />
-        <XAxis
-          dataKey="key"
-          tick={{ fontSize: 12 }}
-          tickFormatter={(key: string) => (groupBy === 'day' ? key.slice(5) : key)}
-        />
-        <YAxis
-          yAxisId="tokens"
-          tick={{ fontSize: 12 }}
-          tickFormatter={(value: number) => formatCount(value)}
-        />
-        <YAxis
-          yAxisId="cost"
-          orientation="right"
-          tick={{ fontSize: 12 }}
-          tickFormatter={(value: number) => `$${value}`}
-        />
-        <Tooltip
-          formatter={(value, name) =>
-            name === 'Cost' ? formatUsd(Number(value)) : formatCount(Number(value))
-          }
-        />
-        <Legend />
-        <Bar
-          yAxisId="tokens"
-          dataKey="promptTokens"
-          name="Prompt tokens"
-          stackId="tokens"
-          fill="#5b7cfa"
-          isAnimationActive={false}
-        />
-        <Bar
-          yAxisId="tokens"
-          dataKey="completionTokens"
-          name="Completion tokens"
-          stackId="tokens"
-          fill="#9db1ff"
-          isAnimationActive={false}
-        />
-        <Line
-          yAxisId="cost"
-          dataKey="costUsd"
-          name="Cost"
-          stroke="#e8590c"
-          strokeWidth={2}
-          dot={groupBy !== 'day'}
-          isAnimationActive={false}
-        />
-      </ComposedChart>
-    </ResponsiveContainer>
-  </div>
-);
-
-const UsageTable = ({ report, groupBy }: { report: UsageReport; groupBy: GroupBy }) => (
-  <div className="table-wrap">
-    <table className="usage-table" aria-label="Usage rows">
-      <thead>
-        <tr>
-          <th>{groupBy}</th>
-          <th className="num">Prompt tokens</th>
-          <th className="num">Completion tokens</th>
-          <th className="num">Cost</th>
-          <th className="num">Turns</th>
-        </tr>
-      </thead>
-      <tbody>
-        {report.rows.map((row) => (
-          <tr key={row.key}>
-            <td>{row.key}</td>
-            <td className="num">{formatCount(row.promptTokens)}</td>
-            <td className="num">{formatCount(row.completionTokens)}</td>
-            <td className="num">{formatUsd(row.costUsd)}</td>
-            <td className="num">{formatCount(row.turns)}</td>
-          </tr>
-        ))}
-      </tbody>
-      <tfoot>
-        <tr>
-          <th>Total</th>
-          <th className="num">{formatCount(report.totals.promptTokens)}</th>
-          <th className="num">{formatCount(report.totals.completionTokens)}</th>
-          <th className="num">{formatUsd(report.totals.costUsd)}</th>
-          <th className="num">{formatCount(report.totals.turns)}</th>
-        </tr>
-      </tfoot>
-    </table>
-  </div>
-);
-
 /** Saves `blob` as a file named `name` (an object URL; the key never goes in a URL). */
 const saveFile = (blob: Blob, name: string) => {
   const url = URL.createObjectURL(blob);
@@ -139,20 +36,152 @@ const saveFile = (blob: Blob, name: string) => {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 };
 
-/** The Usage page. */
-export const Usage = () => {
+/** What the page shows: scope (operator: '' for every tenant), time zone, range and grouping. */
+interface UsageFilter {
+  scope: string;
+  tz: string;
+  from: string;
+  to: string;
+  groupBy: GroupBy;
+}
+
+/** The filter, its setters and the query string GET /v1/usage takes for it. */
+const useUsageFilter = () => {
   const session = useSession();
-  const tenants = useTenants();
   const [tz, setTz] = useState('UTC');
   const [groupBy, setGroupBy] = useState<GroupBy>('day');
   const [scope, setScope] = useState<string>(session.isOperator ? (session.tenantId ?? '') : '');
+  // The last 30 days in the zone, until a date is picked.
   const [custom, setCustom] = useState<{ from: string; to: string } | undefined>();
   const to = custom?.to ?? todayIn(tz);
   const from = custom?.from ?? addDays(to, -(DAYS_SHOWN - 1));
+  const filter: UsageFilter = { scope, tz, from, to, groupBy };
   const params = new URLSearchParams({ from, to, tz, groupBy });
   if (session.isOperator && scope !== '') params.set('tenantId', scope);
-  const query = params.toString();
+  const set = {
+    tz: setTz,
+    groupBy: setGroupBy,
+    range: setCustom,
+    scope: (value: string) => {
+      setScope(value);
+      if (value !== '' && groupBy === 'tenant') setGroupBy('day');
+    },
+  };
+  return { filter, set, query: params.toString() };
+};
 
+type FilterSetters = ReturnType<typeof useUsageFilter>['set'];
+
+const UsageFilters = ({
+  filter,
+  set,
+  onDownload,
+  downloading,
+}: {
+  filter: UsageFilter;
+  set: FilterSetters;
+  onDownload: () => void;
+  downloading: boolean;
+}) => {
+  const session = useSession();
+  const tenants = useTenants();
+  const groups: GroupBy[] = session.isOperator && filter.scope === '' ? [...GROUPS, 'tenant'] : GROUPS;
+  return (
+    <section className="card controls" aria-label="Usage filters">
+      {session.isOperator && (
+        <label className="field">
+          <span>Tenants</span>
+          <select value={filter.scope} onChange={(event) => set.scope(event.target.value)}>
+            <option value="">All tenants</option>
+            {(tenants.data ?? []).map((tenant) => (
+              <option key={tenant.id} value={tenant.id}>
+                {tenant.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      <label className="field">
+        <span>Time zone</span>
+        <select value={filter.tz} onChange={(event) => set.tz(event.target.value)}>
+          {timeZones().map((zone) => (
+            <option key={zone} value={zone}>
+              {zone}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label className="field">
+        <span>From</span>
+        <input
+          type="date"
+          value={filter.from}
+          onChange={(event) => set.range({ from: event.target.value, to: filter.to })}
+        />
+      </label>
+      <label className="field">
+        <span>To</span>
+        <input
+          type="date"
+          value={filter.to}
+          onChange={(event) => set.range({ from: filter.from, to: event.target.value })}
+        />
+      </label>
+      <div className="segmented" role="group" aria-label="Group by">
+        {groups.map((group) => (
+          <button
+            key={group}
+            type="button"
+            className={group === filter.groupBy ? 'active' : ''}
+            aria-pressed={group === filter.groupBy}
+            onClick={() => set.groupBy(group)}
+          >
+            By {group}
+          </button>
+        ))}
+      </div>
+      <button type="button" onClick={onDownload} disabled={downloading}>
+        Download CSV
+      </button>
+    </section>
+  );
+};
+
+const UsageResult = ({
+  report,
+  filter,
+  refreshing,
+}: {
+  report: UsageReport;
+  filter: UsageFilter;
+  refreshing: boolean;
+}) => (
+  <section className={`card${refreshing ? ' refreshing' : ''}`}>
+    <h2>
+      {formatUsd(report.totals.costUsd)} · {formatCount(report.totals.turns)} turns
+      <span className="muted small">
+        {' '}
+        {filter.from} – {filter.to}, {filter.tz}
+      </span>
+    </h2>
+    {report.rows.length === 0 ? (
+      <p className="muted">No usage in this range.</p>
+    ) : (
+      <>
+        <UsageChart
+          rows={filter.groupBy === 'day' ? everyDay(report.rows, filter.from, filter.to) : report.rows}
+          groupBy={filter.groupBy}
+        />
+        <UsageTable report={report} groupBy={filter.groupBy} />
+      </>
+    )}
+  </section>
+);
+
+/** The Usage page. */
+export const Usage = () => {
+  const session = useSession();
+  const { filter, set, query } = useUsageFilter();
   const usage = useQuery({
     queryKey: ['usage', session.key, query],
     queryFn: () => session.call<UsageReport>(`/v1/usage?${query}`),
@@ -161,96 +190,23 @@ export const Usage = () => {
   const download = useMutation({
     mutationFn: async () => {
       const response = await session.fetchRaw(`/v1/usage?${query}&format=csv`, { accept: 'text/csv' });
-      saveFile(await response.blob(), `keel-usage-${groupBy}-${from}-${to}-${tz.replace(/\//g, '_')}.csv`);
+      const zone = filter.tz.replace(/\//g, '_');
+      saveFile(await response.blob(), `keel-usage-${filter.groupBy}-${filter.from}-${filter.to}-${zone}.csv`);
     },
   });
-  const groups: GroupBy[] = session.isOperator && scope === '' ? [...GROUPS, 'tenant'] : GROUPS;
-  const chartRows = usage.data
-    ? groupBy === 'day'
-      ? everyDay(usage.data.rows, from, to)
-      : usage.data.rows
-    : [];
-
   return (
     <>
       <PageTitle title="Usage" />
-      <section className="card controls" aria-label="Usage filters">
-        {session.isOperator && (
-          <label className="field">
-            <span>Tenants</span>
-            <select
-              value={scope}
-              onChange={(event) => {
-                setScope(event.target.value);
-                if (event.target.value !== '' && groupBy === 'tenant') setGroupBy('day');
-              }}
-            >
-              <option value="">All tenants</option>
-              {(tenants.data ?? []).map((tenant) => (
-                <option key={tenant.id} value={tenant.id}>
-                  {tenant.name}
-                </option>
-              ))}
-            </select>
-          </label>
-        )}
-        <label className="field">
-          <span>Time zone</span>
-          <select value={tz} onChange={(event) => setTz(event.target.value)}>
-            {timeZones().map((zone) => (
-              <option key={zone} value={zone}>
-                {zone}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>From</span>
-          <input type="date" value={from} onChange={(event) => setCustom({ from: event.target.value, to })} />
-        </label>
-        <label className="field">
-          <span>To</span>
-          <input type="date" value={to} onChange={(event) => setCustom({ from, to: event.target.value })} />
-        </label>
-        <div className="segmented" role="group" aria-label="Group by">
-          {groups.map((group) => (
-            <button
-              key={group}
-              type="button"
-              className={group === groupBy ? 'active' : ''}
-              aria-pressed={group === groupBy}
-              onClick={() => setGroupBy(group)}
-            >
-              By {group}
-            </button>
-          ))}
-        </div>
-        <button type="button" onClick={() => download.mutate()} disabled={download.isPending}>
-          Download CSV
-        </button>
-      </section>
+      <UsageFilters
+        filter={filter}
+        set={set}
+        onDownload={() => download.mutate()}
+        downloading={download.isPending}
+      />
       {download.isError && <ErrorNote error={download.error} prefix="CSV" />}
       {usage.isPending && <Loading what="usage" />}
       {usage.isError && <ErrorNote error={usage.error} />}
-      {usage.data && (
-        <section className={`card${usage.isFetching ? ' refreshing' : ''}`}>
-          <h2>
-            {formatUsd(usage.data.totals.costUsd)} · {formatCount(usage.data.totals.turns)} turns
-            <span className="muted small">
-              {' '}
-              {from} – {to}, {tz}
-            </span>
-          </h2>
-          {usage.data.rows.length === 0 ? (
-            <p className="muted">No usage in this range.</p>
-          ) : (
-            <>
-              <UsageChart rows={chartRows} groupBy={groupBy} />
-              <UsageTable report={usage.data} groupBy={groupBy} />
-            </>
-          )}
-        </section>
-      )}
+      {usage.data && <UsageResult report={usage.data} filter={filter} refreshing={usage.isFetching} />}
     </>
   );
 };
