@@ -27,6 +27,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const OPERATOR_KEY = `op_${uniqueName('devrestart')}`;
 
+/** Loopback ports of one npm start: HTTP, and each service's gRPC port (<SERVICE>_GRPC_PORT, GRPC_PORT unset). */
+const devPorts = async (): Promise<Record<string, string>> => {
+  const ports: Record<string, string> = { PORT: String(await freePort()), HOST: '127.0.0.1', GRPC_PORT: '' };
+  for (const service of SERVICE_NAMES) ports[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
+  return ports;
+};
+
 /** `npm start` with `env`, once its banner is out: the process, the banner, the dev key it printed and its URL. */
 const startDev = async (env: Record<string, string>) => {
   const handle = await startProcess({
@@ -62,11 +69,8 @@ describe('npm start on MongoDB and NATS, restarted', () => {
       OPENAI_API_KEY: '',
       ANTHROPIC_API_KEY: '',
       GOOGLE_API_KEY: '',
-      PORT: String(await freePort()),
-      HOST: '127.0.0.1',
-      GRPC_PORT: '',
+      ...(await devPorts()),
     };
-    for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
   });
 
   afterAll(async () => {
@@ -173,11 +177,8 @@ describe('npm start on MongoDB and NATS without KEEL_MASTER_KEY, restarted', () 
       OPENAI_BASE_URL: fake.url,
       ANTHROPIC_API_KEY: '',
       GOOGLE_API_KEY: '',
-      PORT: String(await freePort()),
-      HOST: '127.0.0.1',
-      GRPC_PORT: '',
+      ...(await devPorts()),
     };
-    for (const service of SERVICE_NAMES) env[`${service.toUpperCase()}_GRPC_PORT`] = String(await freePort());
   });
 
   afterAll(async () => {
