@@ -5,6 +5,13 @@
 // mapping of a failed call to the caller's error.
 import type { ChannelOptions, ClientReadableStream, ServiceError } from '@grpc/grpc-js';
 import { Client, credentials, Metadata } from '@grpc/grpc-js';
+import {
+  grpcTargetsOf,
+  isDnsTarget,
+  pickChannel,
+  retryOnAnother,
+  ROUND_ROBIN_SERVICE_CONFIG,
+} from './grpc-balancing.js';
 
 /** One RPC of a generated service definition, e.g. `PricingServiceService.computeCost`. */
 export interface GrpcMethod<Request, Response, ResponseStream extends boolean = boolean> {
@@ -23,6 +30,11 @@ export interface GrpcClientOptions {
   channelOptions?: ChannelOptions;
   /** The error a failed call rejects with; the ServiceError itself when absent. */
   errorOf?: (failure: ServiceError) => Error;
+  /**
+   * Whether a unary call may go again to another instance after UNAVAILABLE: a read, or a write
+   * that carries an idempotency key (see retryOnAnother). Default: never.
+   */
+  retrySafe?: (path: string, request: unknown) => boolean;
 }
 
 /** Per call: its own deadline, metadata entries to send, and a listener for the response headers. */
@@ -30,44 +42,98 @@ export interface GrpcCallOptions {
   deadlineMs?: number;
   metadata?: Readonly<Record<string, string>>;
   onHeaders?: (headers: Metadata) => void;
+  /** Overrides the client's `retrySafe` for this call. */
+  retrySafe?: boolean;
 }
 
 /**
- * A grpc-js channel to one address that calls the RPCs of any service defined there with their
+ * grpc-js channels to a service's instances (see grpcTargetsOf: one address, a `dns:///` name
+ * balanced round-robin, or a list) that call the RPCs of any service defined there with their
  * generated types: `unary` resolves the response, `serverStream` gives the response stream.
+ * Each call goes to the next instance that is connected (one that died drops out at once); a
+ * unary call that finds its instance UNAVAILABLE goes to another one when it is safe to repeat.
  */
 export class GrpcClient {
-  private readonly client: Client;
+  private readonly clients: Client[];
+  private readonly maxAttempts: number;
+  private next = 0;
 
   constructor(
     address: string,
     private readonly options: GrpcClientOptions,
   ) {
-    this.client = new Client(address, credentials.createInsecure(), options.channelOptions);
+    const targets = grpcTargetsOf(address);
+    this.clients = targets.map(
+      (target) =>
+        new Client(target, credentials.createInsecure(), {
+          ...options.channelOptions,
+          ...(isDnsTarget(target) ? { 'grpc.service_config': ROUND_ROBIN_SERVICE_CONFIG } : {}),
+        }),
+    );
+    // A dns:/// channel moves on to another resolved address by itself on the next attempt.
+    this.maxAttempts = targets.length > 1 ? targets.length : isDnsTarget(targets[0]!) ? 3 : 1;
   }
 
-  /** Calls a unary RPC; rejects with `errorOf(failure)` when it fails. */
-  unary<Request, Response>(
+  /** Calls a unary RPC; rejects with `errorOf(failure)` when it fails (on every instance tried). */
+  async unary<Request, Response>(
     method: GrpcMethod<Request, Response, false>,
     request: Request,
     call: GrpcCallOptions = {},
   ): Promise<Response> {
     const errorOf = this.options.errorOf ?? ((failure: ServiceError) => failure);
+    const deadline = this.deadline(call);
+    const retrySafe = call.retrySafe ?? this.options.retrySafe?.(method.path, request) ?? false;
+    const tried = new Set<number>();
+    for (;;) {
+      const index = this.pick(tried);
+      tried.add(index);
+      try {
+        return await this.unaryOn(this.clients[index]!, method, request, call, deadline);
+      } catch (error) {
+        const failure = error as ServiceError;
+        const again = retryOnAnother({
+          code: failure.code,
+          attempts: tried.size,
+          maxAttempts: this.maxAttempts,
+          retrySafe,
+          remainingMs: deadline.getTime() - Date.now(),
+        });
+        if (!again) throw errorOf(failure);
+      }
+    }
+  }
+
+  private unaryOn<Request, Response>(
+    client: Client,
+    method: GrpcMethod<Request, Response, false>,
+    request: Request,
+    call: GrpcCallOptions,
+    deadline: Date,
+  ): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
-      const pending = this.client.makeUnaryRequest(
+      const pending = client.makeUnaryRequest(
         method.path,
         method.requestSerialize,
         method.responseDeserialize,
         request,
         metadataOf(call.metadata),
-        { deadline: this.deadline(call) },
+        { deadline },
         (error, response) => {
-          if (error) reject(errorOf(error));
+          if (error) reject(error);
           else resolve(response as Response);
         },
       );
       if (call.onHeaders) pending.on('metadata', call.onHeaders);
     });
+  }
+
+  /** The next instance's channel, round-robin among the best-connected (see pickChannel). */
+  private pick(tried: ReadonlySet<number>): number {
+    if (this.clients.length === 1) return 0;
+    const states = this.clients.map((c) => c.getChannel().getConnectivityState(true));
+    const index = pickChannel(states, this.next, tried);
+    this.next = (index + 1) % this.clients.length;
+    return index;
   }
 
   /** Starts a server-streaming RPC; its 'error' events carry the ServiceError as grpc-js gives it. */
@@ -76,7 +142,7 @@ export class GrpcClient {
     request: Request,
     call: GrpcCallOptions = {},
   ): ClientReadableStream<Response> {
-    return this.client.makeServerStreamRequest(
+    return this.clients[this.pick(new Set())]!.makeServerStreamRequest(
       method.path,
       method.requestSerialize,
       method.responseDeserialize,
@@ -86,14 +152,17 @@ export class GrpcClient {
     );
   }
 
-  /** Resolves once the channel is connected, or after `ms` (whichever comes first); never rejects. */
+  /** Resolves once a channel is connected, or after `ms` (whichever comes first); never rejects. */
   waitForReady(ms: number): Promise<void> {
-    return new Promise((resolve) => this.client.waitForReady(new Date(Date.now() + ms), () => resolve()));
+    const deadline = new Date(Date.now() + ms);
+    return Promise.race(
+      this.clients.map((c) => new Promise<void>((resolve) => c.waitForReady(deadline, () => resolve()))),
+    );
   }
 
-  /** Closes the channel. */
+  /** Closes the channels. */
   close(): void {
-    this.client.close();
+    for (const client of this.clients) client.close();
   }
 
   private deadline(call: GrpcCallOptions): Date {

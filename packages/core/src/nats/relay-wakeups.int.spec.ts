@@ -25,7 +25,7 @@ describe('outbox relays woken across processes over NATS', () => {
   const IDLE_MS = 10_000;
   const sides: Array<{ store: MongoEventStore; bus: NatsEventBus; relay: OutboxRelay }> = [];
 
-  const side = async () => {
+  const side = async (publishOnCommit = false) => {
     // Discovery of other processes' commits only every minute: the holder cannot find them itself.
     const store = await MongoEventStore.connect(mongoUrl, {
       sequencer: { discoveryIntervalMs: 60_000, idleDiscoveryMs: 60_000 },
@@ -45,6 +45,9 @@ describe('outbox relays woken across processes over NATS', () => {
       idleMs: IDLE_MS,
       leaseTtlMs: 60_000,
       wakeups: bus.relayWakeups('outbox'),
+      // The wake-ups under test are what publishes a commit the fast path did not (it is off
+      // here, but in the last case, where both paths publish the same events).
+      publishOnCommit,
     });
     sides.push({ store, bus, relay });
     return { store, bus, relay };
@@ -89,6 +92,33 @@ describe('outbox relays woken across processes over NATS', () => {
     expect(sides[0]!.relay.stats.published).toBe(2);
     expect(other.relay.stats.published).toBe(0);
     expect(seen.map((e) => e.globalPosition)).toEqual([1, 2]);
+    await consumer.stop();
+  });
+
+  it('fast path: an append is on the bus before the relay places it, and the relay publishing it again stores nothing twice', async () => {
+    const other = await side(true);
+    other.relay.start();
+    const seen: RecordedEvent[] = [];
+    const consumer = await sides[0]!.bus.consume({ name: 'fast_check', ackWaitMs: 5_000 }, async (d) => {
+      if (d.event.streamName === 'chat-2') seen.push(d.event);
+    });
+    await other.store.append('acme', 'chat-2', [{ type: 'Said', data: { n: 1 } }]);
+    await other.store.append('acme', 'chat-2', [{ type: 'Said', data: { n: 2 } }], { expectedVersion: 1 });
+    await eventually(() => expect(seen.map((e) => e.version)).toEqual([1, 2]), { timeoutMs: 5_000 });
+    // Published before it was placed: no global position on the bus.
+    expect(seen.map((e) => e.globalPosition)).toEqual([undefined, undefined]);
+    expect(other.relay.fastPath.published).toBe(2);
+    // The holder publishes them from the log too; JetStream keeps one message per event id.
+    await eventually(() => expect(sides[0]!.relay.stats.published).toBeGreaterThanOrEqual(4), {
+      timeoutMs: 5_000,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen.map((e) => e.version)).toEqual([1, 2]);
+    const nc = await connect({ servers: testInfra().natsUrl });
+    const info = await (await jetstreamManager(nc)).streams.info(streamName);
+    await nc.close();
+    // chat-1's two from the case before, chat-2's two: none twice.
+    expect(info.state.messages).toBe(4);
     await consumer.stop();
   });
 });

@@ -6,7 +6,7 @@ export type EnvKind =
   | { type: 'integer'; min: number; max: number; unit: string }
   | { type: 'number'; min: number; max: number; unit: string }
   | { type: 'url'; schemes: readonly string[]; list?: boolean }
-  | { type: 'address' }
+  | { type: 'address'; list?: boolean }
   | { type: 'host' }
   | { type: 'enum'; values: readonly string[] }
   | { type: 'pattern'; pattern: RegExp; what: string }
@@ -53,9 +53,17 @@ export const parseEnvValue = (kind: EnvKind, raw: string): EnvValue => {
       return raw;
     }
     case 'address': {
-      const port = /:(\d+)$/.exec(raw)?.[1];
-      if (!HOST.test(raw) || port === undefined || Number(port) < 1 || Number(port) > 65535)
-        throw new EnvValueProblem(`must be host:port, got ${shown}`);
+      // A list (gRPC over several instances): comma-separated entries, each host:port or dns:///host:port.
+      const parts = kind.list ? raw.split(',').map((part) => part.trim().replace(/^dns:\/\/\//, '')) : [raw];
+      for (const part of parts) {
+        const port = /:(\d+)$/.exec(part)?.[1];
+        if (!HOST.test(part) || port === undefined || Number(port) < 1 || Number(port) > 65535)
+          throw new EnvValueProblem(
+            kind.list
+              ? `must be host:port, dns:///host:port, or a comma-separated list of them, got ${shown}`
+              : `must be host:port, got ${shown}`,
+          );
+      }
       return raw;
     }
     case 'host':

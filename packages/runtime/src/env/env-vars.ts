@@ -23,7 +23,8 @@ const ms = (min: number, max: number): EnvKind => ({
   max,
   unit: 'a number of milliseconds',
 });
-const grpcUrl: EnvKind = { type: 'address' };
+/** A service's gRPC address: host:port, dns:///host:port (every address, round-robin), or a list. */
+const grpcUrl: EnvKind = { type: 'address', list: true };
 
 /**
  * Every environment variable the services read. A `KEEL_*` name that is not here stops the start
@@ -174,7 +175,7 @@ export const ENV_VARS: readonly EnvVar[] = [
     kind: grpcUrl,
     readers: ['gateway'],
     default: '127.0.0.1:50052',
-    doc: "the agent's gRPC address (host:port)",
+    doc: "the agent's gRPC address: host:port, dns:///host:port (every instance the name resolves to, round-robin; a headless Service) or a comma-separated list; reads and Idempotency-Key writes go to another instance when one is unavailable",
   },
   {
     name: 'PRICING_GRPC_URL',

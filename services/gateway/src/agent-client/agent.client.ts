@@ -22,6 +22,7 @@ import type { RequestMessages, RpcRequest, RpcResponse } from '@keel/runtime';
 import { callUnary, GrpcClient } from '@keel/runtime';
 import { PermissionDeniedError } from '@keel/core';
 import type { Principal } from '../auth/principal.js';
+import { agentCallRetrySafe } from './agent-retry-safety.js';
 import { keelErrorOf } from './grpc-errors.js';
 
 /** Where the agent's gRPC server listens unless `AGENT_GRPC_URL` says otherwise (its default port). */
@@ -96,7 +97,10 @@ export const answered = <T>(value: T | undefined, field: string): T => {
   return value;
 };
 
-/** The agent's address: `AGENT_GRPC_URL`, else the agent's default port on this host. */
+/**
+ * The agent's address: `AGENT_GRPC_URL`, else the agent's default port on this host. Several
+ * instances: `dns:///agent:50052` (every address of the name, round-robin) or a comma-separated list.
+ */
 export const agentAddressFromEnv = (env: NodeJS.ProcessEnv = process.env): string =>
   env.AGENT_GRPC_URL?.trim() || DEFAULT_AGENT_GRPC_URL;
 
@@ -129,6 +133,8 @@ export class AgentClient implements OnModuleDestroy {
       deadlineMs,
       channelOptions: AGENT_CHANNEL_OPTIONS,
       errorOf: (failure) => keelErrorOf(failure) ?? failure,
+      // Balanced over the agent's instances (AGENT_GRPC_URL: dns:///name:port or a list).
+      retrySafe: agentCallRetrySafe,
     });
   }
 
