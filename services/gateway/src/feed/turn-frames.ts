@@ -10,8 +10,9 @@ export const TERMINAL_EVENTS: ReadonlySet<string> = new Set([
 /** The conversation version of a frame (`<version>` or `<version>.<seq>`). */
 const versionOf = (frame: FeedFrame): number => Number(frame.id.split('.')[0]);
 
+/** A frame data's `turnId` or `approvalId`, when its data is an object that has it. */
 const field = (data: unknown, name: 'turnId' | 'approvalId'): unknown =>
-  typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[name] : undefined;
+  typeof data === 'object' && data !== null ? Reflect.get(data, name) : undefined;
 
 /**
  * The frames of one turn out of a conversation's feed, ending after its terminal event
