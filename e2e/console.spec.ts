@@ -322,7 +322,7 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     expect(api.totals.turns).toBe(2);
   });
 
-  it('denies a pending approval with the button: the model gets the refusal and the turn ends', async () => {
+  it('a turn paused before the page opened is listed; Deny refuses it: the model gets the refusal and the turn ends', async () => {
     platform.fake.on(
       lastUserMessageIncludes('refund 5 on C-3'),
       fakeReply.toolCall('refund', { id: 'C-3', amount: 5 }),
@@ -335,6 +335,20 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     await platform.request('POST', `/v1/conversations/${id}/messages`, acme.keys.editor, {
       content: 'Please refund 5 on C-3',
     });
+    await expect
+      .poll(
+        async () =>
+          ((await get(`/v1/conversations/${id}`, acme.keys.editor)).body as { status: string }).status,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBe('awaiting_approval');
+    // Opened after the turn paused, the overview still lists it: pending approvals seed the live list.
+    await goTo('Overview');
+    await expect
+      .poll(async () => page.getByRole('row').filter({ hasText: id }).textContent(), { timeout: 15_000 })
+      .toContain('awaiting approval');
     await goTo('Approvals');
     const card = page.getByRole('listitem').filter({ hasText: '"C-3"' });
     await card.getByRole('button', { name: 'Deny' }).click({ timeout: 30_000 });

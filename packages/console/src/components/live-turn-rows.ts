@@ -1,12 +1,15 @@
-// The live list's state, pure: a turn's row after each event of a durable events feed (the
-// operator's or a tenant's), whatever order the turns interleave in.
-import type { FeedEvent } from '../api/types';
+// The live list's state, pure: one row per conversation with activity, showing its latest turn,
+// after each event of a durable events feed (the operator's or a tenant's). Rows are keyed by
+// conversation, not turn: every frame of the feeds names its conversation, while some events
+// (`approval.decided`) name no turn. A conversation runs one turn at a time; `turn.started`
+// starts its row afresh. Pending approvals seed rows for turns that were waiting before the
+// page opened (the feeds start at the head of the log); an event always wins over a seed.
+import type { FeedEvent, TenantApproval } from '../api/types';
 
-/** A turn as the live list shows it. */
+/** A conversation's latest turn as the live list shows it. */
 export interface TurnRow {
-  turnId: string;
-  tenantId: string | undefined;
   conversationId: string;
+  tenantId: string | undefined;
   status: string;
   detail: string;
   costUsd: number;
@@ -19,29 +22,28 @@ export const MAX_ROWS = 25;
 /** A string field of an event's data, or undefined. */
 export const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
-/** The turn's row after one more event at `now` (undefined: the event says nothing of a turn). */
+const started = (conversationId: string, tenantId: string | undefined, now: number): TurnRow => ({
+  conversationId,
+  tenantId,
+  status: 'running',
+  detail: 'started',
+  costUsd: 0,
+  at: now,
+});
+
+/** The conversation's row after one more event at `now` (undefined: the event names no conversation). */
 export const nextRow = (
   row: TurnRow | undefined,
   event: FeedEvent,
   now = Date.now(),
 ): TurnRow | undefined => {
   const { data } = event;
-  const turnId = text(data.turnId) ?? row?.turnId;
   const conversationId = text(data.conversationId) ?? row?.conversationId;
-  if (!turnId || !conversationId) return row;
-  const base: TurnRow = row ?? {
-    turnId,
-    conversationId,
-    tenantId: text(data.tenantId),
-    status: 'running',
-    detail: '',
-    costUsd: 0,
-    at: now,
-  };
-  const updated = { ...base, at: now };
+  if (!conversationId) return row;
+  const tenantId = text(data.tenantId) ?? row?.tenantId;
+  if (event.event === 'turn.started') return started(conversationId, tenantId, now);
+  const updated = { ...(row ?? started(conversationId, tenantId, now)), tenantId, at: now };
   switch (event.event) {
-    case 'turn.started':
-      return { ...updated, status: 'running', detail: 'started' };
     case 'tool.call':
       return { ...updated, detail: `calling ${text(data.name) ?? 'a tool'}` };
     case 'approval.required':
@@ -55,7 +57,7 @@ export const nextRow = (
     case 'tool.result':
       return { ...updated, detail: `${text(data.name) ?? 'tool'} ${data.ok ? 'answered' : 'failed'}` };
     case 'usage':
-      return { ...updated, costUsd: base.costUsd + (typeof data.costUsd === 'number' ? data.costUsd : 0) };
+      return { ...updated, costUsd: updated.costUsd + (typeof data.costUsd === 'number' ? data.costUsd : 0) };
     case 'turn.completed':
       return { ...updated, status: 'completed', detail: text(data.finishReason) ?? '' };
     case 'turn.failed':
@@ -69,4 +71,24 @@ export const nextRow = (
     default:
       return updated;
   }
+};
+
+/** The rows with a row added for each pending approval's conversation that has none yet. */
+export const seeded = (
+  rows: ReadonlyMap<string, TurnRow>,
+  approvals: readonly TenantApproval[],
+): Map<string, TurnRow> => {
+  const next = new Map(rows);
+  for (const approval of approvals) {
+    if (next.has(approval.conversationId)) continue;
+    next.set(approval.conversationId, {
+      conversationId: approval.conversationId,
+      tenantId: approval.tenantId,
+      status: 'awaiting_approval',
+      detail: `${approval.tool} needs approval`,
+      costUsd: 0,
+      at: Date.parse(approval.requestedAt) || 0,
+    });
+  }
+  return next;
 };

@@ -1,19 +1,22 @@
 // Turns running now, live: the turns a durable events feed (the operator's, every tenant; or one
 // tenant's) shows, each with its latest state, newest first. A row opens the conversation.
-import { useQueryClient } from '@tanstack/react-query';
-import { useCallback, useState } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useEffect, useState } from 'react';
 import { useLocation } from 'wouter';
 import type { FeedStatus } from '../api/feed';
 import { useFeed } from '../api/feed';
 import { useSession } from '../api/session';
-import type { FeedEvent } from '../api/types';
+import type { FeedEvent, TenantApproval } from '../api/types';
 import { formatUsd, shortId } from './format';
 import type { TurnRow } from './live-turn-rows';
-import { MAX_ROWS, nextRow, text } from './live-turn-rows';
+import { MAX_ROWS, nextRow, seeded, text } from './live-turn-rows';
 import { ErrorNote, StatusBadge } from './status';
 import { useTenants } from './tenant-picker';
 
-/** The feed's turns, newest first, and its status; the counters' queries refresh as turns move. */
+/**
+ * The feed's turns, newest first, and its status, seeded with the turns waiting for approval when
+ * the page opened; the counters' queries refresh as turns move.
+ */
 const useLiveTurns = (
   feedPath: string,
   tenant: string | undefined,
@@ -23,11 +26,11 @@ const useLiveTurns = (
   const [rows, setRows] = useState<Map<string, TurnRow>>(new Map());
   const onEvent = useCallback(
     (event: FeedEvent) => {
-      const turnId = text(event.data.turnId);
-      if (!turnId) return;
+      const conversationId = text(event.data.conversationId);
+      if (!conversationId) return;
       setRows((current) => {
-        const row = nextRow(current.get(turnId), event);
-        return row ? new Map(current).set(turnId, row) : current;
+        const row = nextRow(current.get(conversationId), event);
+        return row ? new Map(current).set(conversationId, row) : current;
       });
       if (event.event.startsWith('turn.') || event.event.startsWith('approval.')) {
         void queryClient.invalidateQueries({ queryKey: ['live-summary'] });
@@ -36,6 +39,18 @@ const useLiveTurns = (
     [queryClient],
   );
   const status = useFeed(session, feedPath, tenant, onEvent);
+  const waiting = useQuery({
+    queryKey: ['live-seed', session.key, tenant],
+    queryFn: () =>
+      session.call<{ data: TenantApproval[] }>(
+        `/v1/approvals?status=pending${tenant === undefined ? '' : `&tenantId=${encodeURIComponent(tenant)}`}`,
+      ),
+    staleTime: 0,
+    gcTime: 0,
+  });
+  useEffect(() => {
+    if (waiting.data) setRows((current) => seeded(current, waiting.data.data));
+  }, [waiting.data]);
   return { rows: [...rows.values()].sort((a, b) => b.at - a.at).slice(0, MAX_ROWS), status };
 };
 
@@ -63,7 +78,7 @@ const TurnsTable = ({ rows }: { rows: TurnRow[] }) => {
         </thead>
         <tbody>
           {rows.map((row) => (
-            <tr key={row.turnId} className="clickable" onClick={() => open(row)}>
+            <tr key={row.conversationId} className="clickable" onClick={() => open(row)}>
               <td>
                 <a
                   href={`/console/conversations/${encodeURIComponent(row.conversationId)}`}
