@@ -63,4 +63,45 @@ export type ProviderConfigured = EventData<
 export type WebhookSecretRotated = EventData<'WebhookSecretRotated', { secret: SealedSecret; at: string }>;
 
 /** Every event of a tenant configuration stream. */
-export type TenantConfigEvent = ToolConfigured | AgentConfigured | ProviderConfigured | WebhookSecretRotated;
+export type TenantConfigEvent =
+  ToolConfigured | AgentConfigured | ProviderConfigured | WebhookSecretRotated | TeamConfigured | TeamDeleted;
+
+/** How a team's members work together (API.md "Teams and runs"). */
+export const TEAM_TOPOLOGIES = ['pipeline', 'parallel', 'debate', 'hierarchical', 'round_robin'] as const;
+/** One of TEAM_TOPOLOGIES. */
+export type TeamTopology = (typeof TEAM_TOPOLOGIES)[number];
+
+/** How a run's output is made from its tasks' outputs. */
+export const TEAM_AGGREGATIONS = ['last', 'merge', 'vote'] as const;
+/** One of TEAM_AGGREGATIONS. */
+export type TeamAggregation = (typeof TEAM_AGGREGATIONS)[number];
+
+/** A member of a team: one of the tenant's agents, its role's name, and its place in the order. */
+export interface TeamMember {
+  agentId: string;
+  role: string;
+  position: number;
+}
+
+/** A team as stored (API.md `PUT /v1/teams/{teamId}`); defaults filled in. */
+export interface TeamDefinition {
+  teamId: string;
+  topology: TeamTopology;
+  members: TeamMember[];
+  aggregation: TeamAggregation;
+  /** The hierarchical topology's lead agent (not a member). */
+  manager?: string;
+  /** Rounds of debate and round_robin. */
+  rounds?: number;
+  timeoutMs: number;
+  /** Model calls of all members of a run, at most. */
+  maxSteps: number;
+  /** Characters of earlier outputs passed to a member, in all. */
+  contextCharLimit: number;
+}
+
+/** A team was created or replaced. */
+export type TeamConfigured = EventData<'TeamConfigured', { team: TeamDefinition; at: string }>;
+
+/** A team was deleted (runs already started go on with the definition they started with). */
+export type TeamDeleted = EventData<'TeamDeleted', { teamId: string; at: string }>;

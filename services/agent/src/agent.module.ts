@@ -2,6 +2,7 @@ import {
   KEEL_AGENT_V1_PACKAGE_NAME,
   protobufFileName as agentProtoFile,
 } from '@keel/proto/keel/agent/v1/agent';
+import { KEEL_RUN_V1_PACKAGE_NAME, protobufFileName as runProtoFile } from '@keel/proto/keel/run/v1/run';
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelLogger, ServiceMetrics } from '@keel/runtime';
 import {
@@ -30,6 +31,7 @@ import type { UsagePricing } from './pricing/usage-pricing.js';
 import { ConversationService } from './conversation/conversation.service.js';
 import { TenantConfigService } from './tenant-config/tenant-config.service.js';
 import { TurnWorker } from './turn/turn-worker.js';
+import { RunController } from './team/team.grpc.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
@@ -77,7 +79,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
  * to the gateway over gRPC (keel.agent.v1.AgentService), and runs turns with the TurnWorker.
  */
 @Module({
-  controllers: [AgentController],
+  controllers: [AgentController, RunController],
   providers: [
     {
       provide: SecretBox,
@@ -205,4 +207,7 @@ export class AgentModule implements OnApplicationBootstrap {
 }
 
 /** The gRPC contracts the agent serves: main.ts and the one-process dev mode both bootstrap with these. */
-export const AGENT_GRPC_SERVICES = [{ package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: agentProtoFile }];
+export const AGENT_GRPC_SERVICES = [
+  { package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: agentProtoFile },
+  { package: KEEL_RUN_V1_PACKAGE_NAME, protoFile: runProtoFile },
+];

@@ -39,6 +39,8 @@ import { AuditServiceClient, auditAddressFromEnv } from './usage/audit-service.c
 import { UsageController } from './usage/usage.controller.js';
 import { UsageReader } from './usage/usage-reader.js';
 import { UsageGrpcController } from './usage/usage.grpc.js';
+import { RunClient } from './runs/run.client.js';
+import { TeamsController } from './runs/teams.controller.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
@@ -56,6 +58,7 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     DeadLettersController,
     UsageController,
     AuditController,
+    TeamsController,
     // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
     ConversationsGrpcController,
     PricingGrpcController,
@@ -91,6 +94,8 @@ import { UsageGrpcController } from './usage/usage.grpc.js';
     TenantRegistryService,
     KeyUsage,
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
+    // keel.run.v1.RunService: teams and runs, served by the agent.
+    { provide: RunClient, useFactory: () => new RunClient(agentAddressFromEnv()) },
     { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },
     UsageReader,
     { provide: FEED_SETTINGS, useFactory: () => feedSettingsFromEnv() },

@@ -5,11 +5,13 @@ import type {
   KeyRole,
   Provider,
   SealedSecret,
+  TeamDefinition,
   TenantConfigEvent,
   ToolDefinition,
 } from '@keel/events';
 import { PROVIDERS } from '@keel/events';
 import { EgressPolicy } from '@keel/runtime/egress';
+import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
 
 /** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
 export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
@@ -68,6 +70,8 @@ const configBytesWith = (
 export interface TenantConfig {
   tools: Record<string, ToolDefinition>;
   agents: Record<string, AgentDefinition>;
+  /** Teams of the tenant's agents (API.md "Teams and runs"). */
+  teams: Record<string, TeamDefinition>;
   providers: Partial<Record<Provider, { apiKey?: SealedSecret; baseUrl?: string }>>;
   webhookSecret?: SealedSecret;
 }
@@ -77,7 +81,9 @@ export type TenantConfigCommand =
   | { type: 'PutTool'; tool: ToolDefinition; at: string }
   | { type: 'PutAgent'; agent: AgentDefinition; at: string }
   | { type: 'PutProvider'; provider: string; apiKey?: SealedSecret; baseUrl?: string; at: string }
-  | { type: 'RotateWebhookSecret'; secret: SealedSecret; at: string };
+  | { type: 'RotateWebhookSecret'; secret: SealedSecret; at: string }
+  | { type: 'PutTeam'; team: TeamDefinition; at: string }
+  | { type: 'DeleteTeam'; teamId: string; at: string };
 
 const fail = (field: string, message: string): never => {
   throw new ValidationError(message, { field });
@@ -252,7 +258,7 @@ const putProvider = (command: CommandOf<'PutProvider'>, egress: EgressPolicy): T
 export const createTenantConfigDecider = (
   egress: EgressPolicy = new EgressPolicy(),
 ): Decider<TenantConfig, TenantConfigCommand, TenantConfigEvent> => ({
-  initialState: () => ({ tools: {}, agents: {}, providers: {} }),
+  initialState: () => ({ tools: {}, agents: {}, teams: {}, providers: {} }),
   decide: (command, state) => {
     switch (command.type) {
       case 'PutTool':
@@ -263,6 +269,10 @@ export const createTenantConfigDecider = (
         return putProvider(command, egress);
       case 'RotateWebhookSecret':
         return [{ type: 'WebhookSecretRotated', data: { secret: command.secret, at: command.at } }];
+      case 'PutTeam':
+        return decidePutTeam(command.team, state, command.at);
+      case 'DeleteTeam':
+        return decideDeleteTeam(command.teamId, state.teams, command.at);
       default: {
         const unknown: never = command;
         throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
@@ -287,6 +297,12 @@ export const createTenantConfigDecider = (
       }
       case 'WebhookSecretRotated':
         return { ...state, webhookSecret: event.data.secret };
+      case 'TeamConfigured':
+        return { ...state, teams: withOwn(state.teams, event.data.team.teamId, event.data.team) };
+      case 'TeamDeleted': {
+        const teams = Object.entries(state.teams).filter(([teamId]) => teamId !== event.data.teamId);
+        return { ...state, teams: Object.fromEntries(teams) };
+      }
       default: {
         // An event this version does not know (a newer writer's) changes nothing it can read.
         const _unknown: never = event;

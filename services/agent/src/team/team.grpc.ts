@@ -1,0 +1,117 @@
+import { NotFoundError, PreconditionError, ValidationError, ownValue } from '@keel/core';
+import type { CallContext as ProtoCallContext } from '@keel/proto/keel/agent/v1/agent';
+import type {
+  CancelRunResponse,
+  DeleteTeamRequest,
+  DeleteTeamResponse,
+  GetRunResponse,
+  GetTeamRequest,
+  GetTeamResponse,
+  ListRunsResponse,
+  ListTeamsRequest,
+  ListTeamsResponse,
+  PutTeamRequest,
+  PutTeamResponse,
+  RunServiceController,
+  StartRunResponse,
+} from '@keel/proto/keel/run/v1/run';
+import { RunServiceControllerMethods } from '@keel/proto/keel/run/v1/run';
+import type { KeelLogger } from '@keel/runtime';
+import { KEEL_LOGGER, toRpcException } from '@keel/runtime';
+import { Controller, Inject } from '@nestjs/common';
+import type { CallContext } from '../call-context.js';
+import type { Access } from '../grpc/call-context.js';
+import { ADMIN, VIEWER, callContextOf, required } from '../grpc/call-context.js';
+import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
+import { teamDefinitionOf, teamMessage } from './team.mapping.js';
+
+const now = (): string => new Date().toISOString();
+
+/**
+ * keel.run.v1.RunService: teams (tenant configuration, admin writes, any role reads) and runs.
+ * Each RPC checks the CallContext and the role and maps errors to gRPC statuses.
+ */
+@Controller()
+@RunServiceControllerMethods()
+export class RunController implements RunServiceController {
+  constructor(
+    @Inject(TenantConfigService) private readonly config: TenantConfigService,
+    @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+  ) {}
+
+  putTeam(request: PutTeamRequest): Promise<PutTeamResponse> {
+    return this.call('PutTeam', request.context, ADMIN, async (ctx) => {
+      if (!request.team) throw new ValidationError('team is required', { field: 'team' });
+      const team = teamDefinitionOf(request.team);
+      const state = await this.config.apply(ctx, { type: 'PutTeam', team, at: now() });
+      return { team: teamMessage(ownValue(state.teams, team.teamId) ?? team) };
+    });
+  }
+
+  getTeam(request: GetTeamRequest): Promise<GetTeamResponse> {
+    return this.call('GetTeam', request.context, VIEWER, async (ctx) => {
+      const teamId = required(request.teamId, 'teamId');
+      const team = ownValue((await this.config.load(ctx.tenantId)).teams, teamId);
+      if (!team) throw new NotFoundError(`team ${teamId} not found`);
+      return { team: teamMessage(team) };
+    });
+  }
+
+  listTeams(request: ListTeamsRequest): Promise<ListTeamsResponse> {
+    return this.call('ListTeams', request.context, VIEWER, async (ctx) => {
+      const { teams } = await this.config.load(ctx.tenantId);
+      const sorted = Object.values(teams).sort((a, b) => a.teamId.localeCompare(b.teamId));
+      return { data: sorted.map(teamMessage) };
+    });
+  }
+
+  deleteTeam(request: DeleteTeamRequest): Promise<DeleteTeamResponse> {
+    return this.call('DeleteTeam', request.context, ADMIN, async (ctx) => {
+      const teamId = required(request.teamId, 'teamId');
+      await this.config.apply(ctx, { type: 'DeleteTeam', teamId, at: now() });
+      return {};
+    });
+  }
+
+  startRun(): Promise<StartRunResponse> {
+    return this.notYet('StartRun');
+  }
+
+  getRun(): Promise<GetRunResponse> {
+    return this.notYet('GetRun');
+  }
+
+  listRuns(): Promise<ListRunsResponse> {
+    return this.notYet('ListRuns');
+  }
+
+  cancelRun(): Promise<CancelRunResponse> {
+    return this.notYet('CancelRun');
+  }
+
+  /** Runs are not served by this version: FAILED_PRECONDITION rather than a half-made run. */
+  private notYet<T>(rpc: string): Promise<T> {
+    return this.call(rpc, undefined, VIEWER, () => {
+      throw new PreconditionError(`${rpc}: runs are not served by this agent version yet`);
+    });
+  }
+
+  /** Checks the context and role, runs the call, and maps any error to a gRPC status. */
+  private async call<T>(
+    rpc: string,
+    context: ProtoCallContext | undefined,
+    access: Access,
+    run: (ctx: CallContext) => Promise<T>,
+  ): Promise<T> {
+    let ctx: CallContext | undefined;
+    try {
+      ctx = callContextOf(context, access);
+      return await run(ctx);
+    } catch (error) {
+      throw toRpcException(error, this.logger, {
+        rpc,
+        ...(ctx ? { tenantId: ctx.tenantId, correlationId: ctx.correlationId } : {}),
+      });
+    }
+  }
+}
