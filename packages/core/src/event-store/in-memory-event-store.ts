@@ -2,6 +2,7 @@ import { ConcurrencyError, ValidationError } from '../errors/index.js';
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import { AppendSignal } from './append-signal.js';
+import type { PreparedEvent } from './append-guard.js';
 import { prepareAppend, versionMismatch } from './append-guard.js';
 import type {
   AppendOptions,
@@ -52,6 +53,26 @@ class InMemorySnapshotStore implements SnapshotStore {
   }
 }
 
+/** A commit's prepared events as the log records them: consecutive versions and global positions, one commit time. */
+const recordedOf = (
+  prepared: readonly PreparedEvent[],
+  at: { tenantId: string; streamName: string; commitId: string; fromVersion: number; fromPosition: number },
+): RecordedEvent[] => {
+  const recordedAt = new Date().toISOString();
+  return prepared.map((event, index) => ({
+    eventId: event.eventId,
+    type: event.type,
+    data: JSON.parse(event.dataJson) as unknown,
+    metadata: JSON.parse(event.metadataJson) as RecordedEvent['metadata'],
+    tenantId: at.tenantId,
+    streamName: at.streamName,
+    version: at.fromVersion + index,
+    globalPosition: at.fromPosition + index,
+    commitId: at.commitId,
+    recordedAt,
+  }));
+};
+
 /** The event log in process memory: the dev mode's store, held to the same contract as MongoDB's. */
 export class InMemoryEventStore implements EventStoreAdapter {
   private readonly streams = new Map<string, StoredCommit[]>();
@@ -79,19 +100,13 @@ export class InMemoryEventStore implements EventStoreAdapter {
     if (versionMismatch(expectedVersion, actual))
       throw new ConcurrencyError(streamName, expectedVersion, actual);
 
-    const recordedAt = new Date().toISOString();
-    const recorded: RecordedEvent[] = prepared.map((event, index) => ({
-      eventId: event.eventId,
-      type: event.type,
-      data: JSON.parse(event.dataJson) as unknown,
-      metadata: JSON.parse(event.metadataJson) as RecordedEvent['metadata'],
+    const recorded = recordedOf(prepared, {
       tenantId,
       streamName,
-      version: actual + index + 1,
-      globalPosition: this.global.length + index + 1,
       commitId,
-      recordedAt,
-    }));
+      fromVersion: actual + 1,
+      fromPosition: this.global.length + 1,
+    });
     const commit: StoredCommit = {
       commitId,
       tenantId,

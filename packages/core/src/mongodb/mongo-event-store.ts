@@ -12,6 +12,7 @@ import type {
   SequenceOptions,
   SnapshotStore,
 } from '../event-store/index.js';
+import type { PreparedEvent } from '../event-store/append-guard.js';
 import { AppendSignal, prepareAppend, versionMismatch } from '../event-store/index.js';
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
@@ -42,6 +43,22 @@ const MAX_ANY_RETRIES = 100;
 const MAX_POOL = 20;
 /** Point lookups a read makes along a stream's commit chain before it switches to a range query. */
 const CHAIN_LIMIT = 16;
+
+/** The document of a new commit of `prepared` from version `from`, not yet sequenced (`q: 1`). */
+const commitDocumentOf = (
+  commit: { tenantId: string; streamName: string; commitId: string; from: number; at: string },
+  prepared: readonly PreparedEvent[],
+): CommitDocument => ({
+  _id: commitKey(commit.tenantId, commit.streamName, commit.from),
+  t: commit.tenantId,
+  s: commit.streamName,
+  c: commit.commitId,
+  f: commit.from,
+  v: commit.from + prepared.length - 1,
+  e: prepared.map((p) => ({ i: p.eventId, y: p.type, d: p.dataJson, m: p.metadataJson })),
+  at: commit.at,
+  q: 1,
+});
 
 /**
  * The event log on MongoDB (and FerretDB): one document per commit, a unique index on
@@ -142,17 +159,7 @@ export class MongoEventStore implements EventStoreAdapter {
         throw new ConcurrencyError(streamName, expected, head);
       }
       const from = (head ?? (expected as number)) + 1;
-      const doc: CommitDocument = {
-        _id: commitKey(tenantId, streamName, from),
-        t: tenantId,
-        s: streamName,
-        c: commitId,
-        f: from,
-        v: from + prepared.length - 1,
-        e: prepared.map((p) => ({ i: p.eventId, y: p.type, d: p.dataJson, m: p.metadataJson })),
-        at,
-        q: 1,
-      };
+      const doc = commitDocumentOf({ tenantId, streamName, commitId, from, at }, prepared);
       try {
         await this.commits.insertOne(doc);
       } catch (error) {
