@@ -13,7 +13,9 @@
  * subscriber next to the gateway sees it (the JetStream subjects), the fake's and the webhook's
  * receipt, and the SSE frame's arrival (all epoch ms; sub-ms where this process measured it).
  */
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { cpus } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { connect } from '@nats-io/transport-node';
 import { SecretBox } from '@keel/runtime';
@@ -32,7 +34,13 @@ const WARMUP = 3;
 /** Agent instances behind the gateway (`BENCH_TURN_AGENTS`), for the throughput figure. */
 const AGENTS = Number(process.env.BENCH_TURN_AGENTS ?? 1);
 const TEXT = 'hello from the fake provider';
+/** Turns of the throughput phase, and how many run at once. */
+const LOAD_TURNS = Number(process.env.BENCH_TURN_LOAD ?? 60);
+const LOAD_PARALLEL = Number(process.env.BENCH_TURN_PARALLEL ?? 12);
 const ARGS = { id: 'order-1' };
+
+/** The store's backend as the run names it (`BENCH_STORE_BACKEND` names a server given by MONGODB_URL). */
+const backendOf = (infra: BenchInfra): string => process.env.BENCH_STORE_BACKEND ?? infra.mongoBackend;
 
 /** Epoch milliseconds with this process's sub-millisecond clock. */
 const epoch = (): number => performance.timeOrigin + now();
@@ -100,7 +108,54 @@ interface Platform {
   editorKey: string;
   subjectPrefix: string;
   agents: ProcessHandle[];
+  processes: ProcessHandle[];
   stop(): Promise<void>;
+}
+
+/** CPU seconds (user + system) a process has used so far (Linux /proc). */
+const cpuSecondsOf = async (pid: number): Promise<number> => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the line (11 and 12 after the command), in clock ticks.
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / 100;
+};
+
+interface Throughput {
+  turns: number;
+  completed: number;
+  wallMs: number;
+  /** CPU seconds per turn, by process name (Keel's services; the store and NATS where known). */
+  cpuPerTurn: Map<string, number>;
+}
+
+/** LOAD_TURNS text turns streamed, LOAD_PARALLEL at a time: turns per second and CPU per turn. */
+async function measureThroughput(platform: Platform, fake: FakeOpenAI): Promise<Throughput> {
+  const ids: string[] = [];
+  for (let i = 0; i < LOAD_TURNS; i++) ids.push(await createConversation(platform));
+  fake.script(...Array.from({ length: LOAD_TURNS }, () => fakeReply.text(TEXT)));
+  const pids = new Map(platform.processes.map((p) => [p.name, p.pid]));
+  const ferret = Number(process.env.BENCH_FERRETDB_PID ?? 0);
+  if (ferret > 0) pids.set('ferretdb', ferret);
+  const before = new Map(
+    await Promise.all([...pids].map(async ([n, pid]) => [n, await cpuSecondsOf(pid)] as const)),
+  );
+  let next = 0;
+  let completed = 0;
+  const started = now();
+  await Promise.all(
+    Array.from({ length: LOAD_PARALLEL }, async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const turn = await streamTurn(platform, id).catch(() => undefined);
+        if (turn?.completed) completed++;
+      }
+    }),
+  );
+  const wallMs = now() - started;
+  const cpuPerTurn = new Map<string, number>();
+  for (const [name, pid] of pids)
+    cpuPerTurn.set(name, ((await cpuSecondsOf(pid)) - before.get(name)!) / LOAD_TURNS);
+  return { turns: LOAD_TURNS, completed, wallMs, cpuPerTurn };
 }
 
 const withDatabase = (url: string, db: string): string => {
@@ -188,6 +243,7 @@ export async function startFivePlatform(
     editorKey,
     subjectPrefix,
     agents: processes.filter((p) => p.name.startsWith('agent')),
+    processes,
     stop,
   };
 }
@@ -419,54 +475,106 @@ const row = (scenario: string, variant: string, values: number[]): Row => {
   return { scenario, variant, n: s.n, p50Ms: s.p50, p99Ms: s.p99 };
 };
 
-function reportOf(figures: Figures, infra: BenchInfra): BenchReport {
+/** One platform's figures: the fast path on or off (KEEL_FAST_PATH), and the throughput phase when run. */
+interface ModeFigures {
+  mode: 'on' | 'off';
+  figures: Figures;
+  load?: Throughput;
+}
+
+/** The rows of one mode: Keel's rows labelled by the mode, each with its raw baseline of the same platform run. */
+function modeRows({ mode, figures, load }: ModeFigures): Row[] {
   const p50 = (values: number[]) => summarize(values.filter(Number.isFinite)).p50;
-  const ttftAdded = p50(figures.ttftKeel) - p50(figures.ttftDirect);
-  const toolAdded = p50(figures.toolKeel) - p50(figures.postDirect);
+  const keel = mode === 'on' ? 'keel' : 'keel, fast path off';
+  const raw = mode === 'on' ? 'raw' : 'raw (fast path off run)';
   const rows: Row[] = [
-    row('time to first token', 'raw', figures.ttftDirect),
+    row('time to first token', raw, figures.ttftDirect),
     {
-      ...row('time to first token', 'keel', figures.ttftKeel),
+      ...row('time to first token', keel, figures.ttftKeel),
       ratio: p50(figures.ttftKeel) / p50(figures.ttftDirect),
     },
-    row('webhook tool call: tool.call → tool.result', 'raw', figures.postDirect),
+    row('webhook tool call: tool.call → tool.result', raw, figures.postDirect),
     {
-      ...row('webhook tool call: tool.call → tool.result', 'keel', figures.toolKeel),
+      ...row('webhook tool call: tool.call → tool.result', keel, figures.toolKeel),
       ratio: p50(figures.toolKeel) / p50(figures.postDirect),
     },
-    row('a whole one-tool turn: POST → turn.completed', 'keel', figures.turnKeel),
-    ...[...figures.spans].map(([name, values]) => row(name, 'span', values)),
+    row('a whole one-tool turn: POST → turn.completed', keel, figures.turnKeel),
+    ...[...figures.spans].map(([name, values]) =>
+      row(name, `span${mode === 'on' ? '' : ', fast path off'}`, values),
+    ),
   ];
+  if (load) {
+    rows.push({
+      scenario: `throughput: ${load.turns} text turns, ${LOAD_PARALLEL} at a time, ${AGENTS} agent(s)`,
+      variant: keel,
+      n: load.completed,
+      p50Ms: Number.NaN,
+      p99Ms: Number.NaN,
+      opsPerSec: (1000 * load.completed) / load.wallMs,
+    });
+  }
+  return rows;
+}
+
+function modeNotes({ mode, figures, load }: ModeFigures, infra: BenchInfra): string[] {
+  const p50 = (values: number[]) => summarize(values.filter(Number.isFinite)).p50;
+  const notes = [
+    `Fast path ${mode}: added time to first token (p50) ${f(p50(figures.ttftKeel) - p50(figures.ttftDirect))} ms (goal ≤ 5 ms); added per webhook tool call (p50) ${f(p50(figures.toolKeel) - p50(figures.postDirect))} ms (goal ≤ 10 ms). Backend: ${backendOf(infra)}.`,
+  ];
+  if (load) {
+    const cpu = [...load.cpuPerTurn].map(([name, s]) => `${name} ${(1000 * s).toFixed(1)} ms`).join(', ');
+    const cpuTotal = [...load.cpuPerTurn.values()].reduce((a, b) => a + b, 0);
+    notes.push(
+      `Throughput (fast path ${mode}): ${load.completed}/${load.turns} turns completed, ${((1000 * load.completed) / load.wallMs).toFixed(1)} turns/s with ${AGENTS} agent process(es) on ${cpus().length} cores. CPU per turn: ${cpu} (sum ${(1000 * cpuTotal).toFixed(1)} ms; PostgreSQL and NATS not counted): these processes alone bound the rate near ${(cpus().length / cpuTotal).toFixed(0)} turns/s on ${cpus().length} cores.`,
+    );
+  }
+  return notes;
+}
+
+function reportOf(modes: ModeFigures[], infra: BenchInfra): BenchReport {
   return {
     name: 'turn-latency',
     title: "Turn latency: Keel's own hops as a client sees them (five services as processes)",
     description: [
-      `Gateway, agent (${AGENTS}), tools, pricing and audit as separate processes on NATS and ${infra.mongoBackend}; the fake OpenAI server and a webhook answer at once; ${ROUNDS} interleaved rounds after ${WARMUP} warm-up ones.`,
-      'raw: the fake read directly (first content chunk), and the same webhook POST sent directly (response read).',
+      `Gateway, agent (${AGENTS}), tools, pricing and audit as separate processes on NATS and ${backendOf(infra)}; the fake OpenAI server and a webhook answer at once; ${ROUNDS} interleaved rounds after ${WARMUP} warm-up ones, per platform run (KEEL_FAST_PATH ${modes.map((m) => m.mode).join(', then ')}).`,
+      'raw: the fake read directly (first content chunk), and the same webhook POST sent directly (response read), interleaved with the platform run it sits beside.',
       'Spans: commit begins = the event\'s recordedAt (taken as the append starts, in the writing process); "on NATS" = a core subscriber next to the gateway sees the event on its JetStream subject.',
     ],
-    rows,
-    notes: [
-      `Added time to first token (p50): ${f(ttftAdded)} ms (goal ≤ 5 ms); added per webhook tool call (p50): ${f(toolAdded)} ms (goal ≤ 10 ms). Backend: ${infra.mongoBackend}.`,
-    ],
+    rows: modes.flatMap(modeRows),
+    notes: modes.flatMap((m) => modeNotes(m, infra)),
   };
+}
+
+/** Starts the platform with KEEL_FAST_PATH=`mode`, measures, stops it. */
+async function measureMode(
+  infra: BenchInfra,
+  fake: FakeOpenAI,
+  webhook: Webhook,
+  mode: 'on' | 'off',
+): Promise<ModeFigures> {
+  const platform = await startFivePlatform(infra, fake.url, webhook.url, AGENTS, { KEEL_FAST_PATH: mode });
+  try {
+    const tap = await tapEvents(infra.natsUrl, platform.subjectPrefix);
+    try {
+      const figures = await measure(platform, fake, webhook, tap);
+      const load = mode === 'on' && LOAD_TURNS > 0 ? await measureThroughput(platform, fake) : undefined;
+      return { mode, figures, ...(load ? { load } : {}) };
+    } finally {
+      await tap.close();
+    }
+  } finally {
+    await platform.stop();
+  }
 }
 
 async function run(infra: BenchInfra): Promise<BenchReport> {
   const fake = await startFakeOpenAI();
   const webhook = await startWebhook();
+  const modes = (process.env.BENCH_TURN_MODES ?? 'off,on').split(',') as Array<'on' | 'off'>;
   try {
-    const platform = await startFivePlatform(infra, fake.url, webhook.url);
-    try {
-      const tap = await tapEvents(infra.natsUrl, platform.subjectPrefix);
-      try {
-        return reportOf(await measure(platform, fake, webhook, tap), infra);
-      } finally {
-        await tap.close();
-      }
-    } finally {
-      await platform.stop();
-    }
+    const measured: ModeFigures[] = [];
+    for (const mode of modes) measured.push(await measureMode(infra, fake, webhook, mode));
+    return reportOf(measured, infra);
   } finally {
     await fake.close();
     await webhook.close();

@@ -25,6 +25,7 @@ import type { KeelConfig } from './config.js';
 import type { KeelLogger } from './logger.js';
 import type { ReadinessReport } from './readiness.js';
 import { probeReadiness } from './readiness.js';
+import { readEnv } from './env/env-check.js';
 import { TrackingEventBus } from './tracking-bus.js';
 
 /** Which store and bus adapters a process runs on. */
@@ -174,7 +175,9 @@ export async function createInfrastructure(
     throw error;
   }
   const streamWarning = await checkStreamOwner(config, storage.store, rawBus, logger);
-  const bus = new TrackingEventBus(rawBus);
+  // The fast path: commits published as soon as they are durable, feeds woken by them (see OutboxRelay).
+  const fastPath = readEnv('KEEL_FAST_PATH') !== 'off';
+  const bus = new TrackingEventBus(rawBus, { watch: fastPath });
   const { checkpoints, leases, idempotency } = storage;
   const store = upcastingReads(storage.store, eventUpcasters());
   const relay = new OutboxRelay({
@@ -184,6 +187,7 @@ export async function createInfrastructure(
     leases,
     name: RELAY_NAME,
     leaseTtlMs: config.outboxLeaseMs,
+    publishOnCommit: fastPath,
     ...(wakeups ? { wakeups } : {}),
     logger: logger.child({ component: 'outbox' }),
   });

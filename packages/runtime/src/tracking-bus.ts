@@ -16,7 +16,10 @@ import type {
 export class TrackingEventBus implements EventBus {
   readonly #consumers = new Set<Consumer>();
 
-  constructor(readonly inner: EventBus) {}
+  constructor(
+    readonly inner: EventBus,
+    private readonly options: { watch?: boolean } = {},
+  ) {}
 
   get deadLetters(): DeadLetterStore {
     return this.inner.deadLetters;
@@ -39,7 +42,7 @@ export class TrackingEventBus implements EventBus {
     stream: { tenantId: string; streamName: string },
     onEvent: (event: RecordedEvent) => void,
   ): EphemeralSubscription {
-    if (!this.inner.watch) return { unsubscribe: () => undefined };
+    if (!this.inner.watch || this.options.watch === false) return { unsubscribe: () => undefined };
     return this.inner.watch(stream, onEvent);
   }
 

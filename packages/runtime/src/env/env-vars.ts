@@ -73,6 +73,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: "the outbox relay's lease window: how long a dead relay blocks the next",
   },
   {
+    name: 'KEEL_FAST_PATH',
+    kind: { type: 'enum', values: ['on', 'off'] },
+    readers: 'all',
+    default: 'on',
+    doc: 'publish each commit right after it is durable (the outbox relay still guarantees delivery) and wake feeds on it; off: only the relay publishes, feeds poll (to measure the difference)',
+  },
+  {
     name: 'LOG_LEVEL',
     kind: { type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     readers: 'all',
