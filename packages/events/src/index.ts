@@ -3,3 +3,4 @@ export * from './tenant-config-events.js';
 export * from './tool-events.js';
 export * from './budget-events.js';
 export * from './upcasters.js';
+export * from './run-events.js';
