@@ -1,5 +1,6 @@
 import type { RecordedEvent } from '../typing/index.js';
 import type { EventStore } from './event-store.js';
+import type { CommitNotices } from './sequencing.js';
 
 /**
  * Lifts one stored shape of an event type to the current shape. Must return an event already in
@@ -35,9 +36,10 @@ export class Upcasters {
 }
 
 /**
- * The store, every event it reads (`read`, `readAll`) lifted by the upcasters: wrap a process's
- * store once and its command handlers' loads and its readers see current shapes. Everything else
- * (appends, the narrow ports, `instanceof`) is the store's own.
+ * The store, every event it hands out lifted by the upcasters: what `read` and `readAll` return
+ * and what its commit listeners (`onCommitted`, the relay's fast publish) are told. Wrap a
+ * process's store once and its command handlers' loads, its readers and what it publishes see
+ * current shapes. Everything else (appends, the other narrow ports, `instanceof`) is the store's own.
  */
 export const upcastingReads = <S extends EventStore>(store: S, upcasters: Upcasters): S => {
   const read: EventStore['read'] = async (tenantId, streamName, options) =>
@@ -46,12 +48,16 @@ export const upcastingReads = <S extends EventStore>(store: S, upcasters: Upcast
     const page = await store.readAll(options);
     return { ...page, events: upcasters.upcastAll(page.events) };
   };
+  const notices = (store as Partial<CommitNotices>).onCommitted?.bind(store);
+  const onCommitted: CommitNotices['onCommitted'] | undefined =
+    notices && ((listener) => notices((events) => listener(upcasters.upcastAll(events))));
   // The store's own methods bound once (append is on the hot path), not on every access.
   const bound = new WeakMap<object, unknown>();
   return new Proxy(store, {
     get(target, property) {
       if (property === 'read') return read;
       if (property === 'readAll') return readAll;
+      if (property === 'onCommitted' && onCommitted) return onCommitted;
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
       let method = bound.get(value);

@@ -36,16 +36,20 @@ describe('upcasters', () => {
 });
 
 describe('upcastingReads', () => {
-  it('lifts what read and readAll return; appends and the rest stay the store', async () => {
+  it('lifts what read and readAll return and what commit listeners are told; appends and the rest stay the store', async () => {
     const inner = new InMemoryEventStore();
     const store = upcastingReads(
       inner,
       new Upcasters().register('Placed', (e) => ({ ...e, data: { ...(e.data as object), currency: 'EUR' } })),
     );
+    const told: unknown[] = [];
+    const stop = store.onCommitted((events) => told.push(...events.map((e) => e.data)));
     await store.append('acme', 'order-1', [
       { type: 'Placed', data: { total: 3 } },
       { type: 'Shipped', data: {} },
     ]);
+    stop();
+    expect(told).toEqual([{ total: 3, currency: 'EUR' }, {}]);
     expect((await store.read('acme', 'order-1')).map((e) => e.data)).toEqual([
       { total: 3, currency: 'EUR' },
       {},
