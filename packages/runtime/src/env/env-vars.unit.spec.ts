@@ -10,7 +10,7 @@ import { ENV_VARS, TEST_ONLY_PREFIX } from './env-vars.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
-/** Source files of the services and the libraries they run on (not tests, fixtures or the test kit). */
+/** Source files of the services, npm start and their libraries (not tests, fixtures or the test kit). */
 const sourceFiles = (dir: string): string[] =>
   readdirSync(dir).flatMap((entry) => {
     const path = join(dir, entry);
@@ -35,6 +35,8 @@ const readsInCode = (): Map<string, string> => {
   const found = new Map<string, string>();
   const dirs = [
     ...readdirSync(join(root, 'services')).map((name) => join(root, 'services', name, 'src')),
+    // npm start's composition (the dev key, model and master key settings).
+    ...readdirSync(join(root, 'apps')).map((name) => join(root, 'apps', name, 'src')),
     join(root, 'packages/runtime/src'),
     join(root, 'packages/core/src'),
   ];
