@@ -10,3 +10,5 @@ export type { TestInfra } from './test-infra.js';
 export { uniqueName } from './unique-name.js';
 export { openSse } from './sse-client.js';
 export type { SseFrame, SseStream } from './sse-client.js';
+export { MCP_TEST_TOOLS, startMcpTestServer } from './mcp/mcp-test-server.js';
+export type { McpTestCall, McpTestServer } from './mcp/mcp-test-server.js';

@@ -1,0 +1,227 @@
+import { EgressPolicy, createEgressFetch, egressDeniedIn } from '@keel/runtime';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolError } from './types.js';
+import { ToolCallCancelledError } from './webhook-executor.js';
+
+/*
+ * MCP servers as tool sources (API.md "Tool sources and policies"): the official SDK's client over
+ * Streamable HTTP, every request through the egress-guarded fetch. One session per call: a call
+ * holds nothing open between calls, and a server restarted meanwhile costs nothing but a new
+ * initialize. Cancel and timeout reach the server as notifications/cancelled (the SDK sends it
+ * when the request's signal aborts or its timeout fires).
+ */
+
+/** One tool as an MCP server lists it. */
+export interface McpToolInfo {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** Where an MCP server is and how to talk to it. */
+export interface McpEndpoint {
+  url: string;
+  /** Headers sent on every request (opened from their sealed form just for the call). */
+  headers?: Record<string, string>;
+  timeoutMs: number;
+}
+
+/** One tool call on an MCP server. */
+export interface McpCallRequest extends McpEndpoint {
+  /** The tool's name on the server (without Keel's `<server>__` prefix). */
+  tool: string;
+  args: unknown;
+  /** Sent as `_meta["keel/toolCallId"]`, so the server can tell a repeat from a new call. */
+  toolCallId: string;
+  signal?: AbortSignal;
+}
+
+/** The answer of one call: what the model sees, as a result or a tool error. */
+export type McpCallResult =
+  { ok: true; result: unknown; attempts: number } | { ok: false; error: ToolError; attempts: number };
+
+/** Options of the executor. */
+export interface McpExecutorOptions {
+  /** The ranges a tenant's MCP server may be in though not public (KEEL_EGRESS_ALLOW). */
+  egress?: EgressPolicy;
+  /** Replaces the egress-guarded fetch (tests only). */
+  fetch?: typeof fetch;
+}
+
+/** Why connecting or listing failed, in words an admin can act on. */
+export class McpConnectError extends Error {}
+
+/** Longest error text taken from a tool's answer. */
+const MAX_ERROR_CHARS = 2_000;
+
+/** Text of the content items of a result, joined (images and resources are named, not inlined). */
+export const textOf = (content: CallToolResult['content']): string =>
+  content
+    .map((item) => (item.type === 'text' ? item.text : `[${item.type}]`))
+    .join('\n')
+    .trim();
+
+/** A tools/call result as Keel's tool outcome: `isError` is a tool error, else text and structured content. */
+export const mapCallResult = (answer: CallToolResult): McpCallResult => {
+  const text = textOf(answer.content ?? []);
+  if (answer.isError === true) {
+    const message = text === '' ? 'the MCP tool reported an error' : text.slice(0, MAX_ERROR_CHARS);
+    return { ok: false, error: { code: 'mcp_tool_error', message }, attempts: 1 };
+  }
+  const result: Record<string, unknown> = { text };
+  if (answer.structuredContent !== undefined) result.structuredContent = answer.structuredContent;
+  return { ok: true, result, attempts: 1 };
+};
+
+/** A thrown error of a call as the tool error the model reads. */
+export const callErrorOf = (error: unknown, timeoutMs: number): ToolError => {
+  const denied = egressDeniedIn(error);
+  if (denied) return { code: 'egress_denied', message: denied.message };
+  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+    return { code: 'mcp_timeout', message: `the MCP server did not answer within ${timeoutMs} ms` };
+  }
+  if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
+    return {
+      code: 'mcp_error',
+      message: `the MCP server refused the call: ${error.message}`.slice(0, MAX_ERROR_CHARS),
+    };
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return {
+    code: 'mcp_unreachable',
+    message: `the MCP server could not be reached or dropped the call: ${reason}`.slice(0, MAX_ERROR_CHARS),
+  };
+};
+
+/** Calls tools on, and lists tools of, MCP servers over Streamable HTTP. */
+export class McpExecutor {
+  readonly #fetch: typeof fetch;
+
+  constructor(options: McpExecutorOptions = {}) {
+    this.#fetch = options.fetch ?? createEgressFetch({ policy: options.egress ?? new EgressPolicy() });
+  }
+
+  /** The server's tools (tools/list, every page); McpConnectError says why when it is unreachable or not MCP. */
+  async listTools(endpoint: McpEndpoint): Promise<McpToolInfo[]> {
+    const signal = AbortSignal.timeout(endpoint.timeoutMs);
+    const session = await this.#connect(endpoint, signal).catch((error: unknown) => {
+      throw new McpConnectError(connectReason(error, endpoint.timeoutMs));
+    });
+    try {
+      const tools: McpToolInfo[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await session.client.listTools(cursor === undefined ? {} : { cursor }, {
+          signal,
+          timeout: endpoint.timeoutMs,
+        });
+        for (const tool of page.tools) {
+          tools.push({
+            name: tool.name,
+            description: tool.description ?? '',
+            inputSchema: tool.inputSchema as Record<string, unknown>,
+          });
+        }
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && tools.length < 1_000);
+      return tools;
+    } catch (error) {
+      throw new McpConnectError(connectReason(error, endpoint.timeoutMs));
+    } finally {
+      await session.close();
+    }
+  }
+
+  /**
+   * Runs one tool call. Resolves with the result or a tool error (unreachable, timeout, the
+   * server's isError); rejects with ToolCallCancelledError when `signal` aborts (the server was
+   * sent notifications/cancelled).
+   */
+  async call(request: McpCallRequest): Promise<McpCallResult> {
+    const { signal, timeoutMs } = request;
+    if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
+    let session: Session | undefined;
+    try {
+      session = await this.#connect(
+        request,
+        signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
+      );
+      const answer = await session.whileOpen(
+        session.client.callTool(
+          {
+            name: request.tool,
+            arguments: (request.args ?? {}) as Record<string, unknown>,
+            _meta: { 'keel/toolCallId': request.toolCallId },
+          },
+          undefined,
+          { timeout: timeoutMs, ...(signal ? { signal } : {}) },
+        ),
+      );
+      return mapCallResult(answer as CallToolResult);
+    } catch (error) {
+      if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
+      return { ok: false, error: callErrorOf(error, timeoutMs), attempts: 1 };
+    } finally {
+      await session?.close();
+    }
+  }
+
+  async #connect(endpoint: McpEndpoint, signal: AbortSignal | undefined): Promise<Session> {
+    const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), {
+      fetch: this.#fetch,
+      requestInit: { headers: endpoint.headers ?? {}, redirect: 'manual' },
+      // A dropped stream is not resumed: the call's outcome is reported, not waited for.
+      reconnectionOptions: {
+        maxRetries: 0,
+        initialReconnectionDelay: 100,
+        maxReconnectionDelay: 100,
+        reconnectionDelayGrowFactor: 1,
+      },
+    });
+    const client = new Client({ name: 'keel-tools', version: '1.0.0' });
+    const session = new Session(client, transport);
+    await client.connect(transport, { timeout: endpoint.timeoutMs, ...(signal ? { signal } : {}) });
+    return session;
+  }
+}
+
+/** A connected client, and a way to fail a pending request when its transport breaks. */
+class Session {
+  #broken: ((error: Error) => void) | undefined;
+
+  constructor(
+    readonly client: Client,
+    private readonly transport: StreamableHTTPClientTransport,
+  ) {
+    // The SDK reports a broken stream through onerror/onclose, not by rejecting the request.
+    client.onerror = (error) => this.#broken?.(error);
+    client.onclose = () => this.#broken?.(new Error('the connection closed'));
+  }
+
+  /** `pending`, or a rejection as soon as the transport breaks. */
+  whileOpen<T>(pending: Promise<T>): Promise<T> {
+    const broken = new Promise<never>((_, reject) => {
+      this.#broken = reject;
+    });
+    return Promise.race([pending, broken]);
+  }
+
+  async close(): Promise<void> {
+    this.#broken = undefined;
+    await this.transport.terminateSession().catch(() => undefined);
+    await this.client.close().catch(() => undefined);
+  }
+}
+
+const connectReason = (error: unknown, timeoutMs: number): string => {
+  const denied = egressDeniedIn(error);
+  if (denied) return denied.message;
+  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+    return `the MCP server did not answer within ${timeoutMs} ms`;
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return `not reachable as an MCP server (Streamable HTTP): ${reason}`.slice(0, MAX_ERROR_CHARS);
+};
