@@ -32,6 +32,8 @@ import { ConversationService } from './conversation/conversation.service.js';
 import { TenantConfigService } from './tenant-config/tenant-config.service.js';
 import { TurnWorker } from './turn/turn-worker.js';
 import { RunController } from './team/team.grpc.js';
+import { RunManager } from './run/run-manager.js';
+import { RunService } from './run/run.service.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
@@ -138,6 +140,28 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
             ),
         }),
     },
+    {
+      provide: RunService,
+      inject: [KEEL_INFRA, TenantConfigService],
+      useFactory: (infra: Infrastructure, config: TenantConfigService) => new RunService(infra.store, config),
+    },
+    {
+      provide: RunManager,
+      inject: [KEEL_INFRA, RunService, ConversationService, KEEL_LOGGER],
+      useFactory: (
+        infra: Infrastructure,
+        runs: RunService,
+        conversations: ConversationService,
+        logger: KeelLogger,
+      ) =>
+        new RunManager({
+          store: infra.store,
+          bus: infra.bus,
+          runs,
+          conversations,
+          logger: logger.child({ component: 'run-manager' }),
+        }),
+    },
     { provide: TOOL_CATALOG, useFactory: () => new AjvToolCatalog() },
     { provide: MODEL_STEP, useFactory: (): ModelStep => createModelStep() },
     // PRICING_GRPC_URL, else the pricing service's port on this host (dev mode). Not closed on
@@ -192,6 +216,7 @@ export class AgentModule implements OnApplicationBootstrap {
     @Inject(TurnWorker) private readonly worker: TurnWorker,
     @Inject(ConversationIndexProjection) private readonly index: ConversationIndexProjection,
     @Inject(BudgetSettlement) private readonly settlement: BudgetSettlement,
+    @Inject(RunManager) private readonly runManager: RunManager,
   ) {}
 
   /**
@@ -203,6 +228,7 @@ export class AgentModule implements OnApplicationBootstrap {
     await this.index.start();
     await this.settlement.start();
     await this.worker.start();
+    await this.runManager.start();
   }
 }
 

@@ -41,6 +41,7 @@ import { UsageReader } from './usage/usage-reader.js';
 import { UsageGrpcController } from './usage/usage.grpc.js';
 import { RunClient } from './runs/run.client.js';
 import { TeamsController } from './runs/teams.controller.js';
+import { RunsController } from './runs/runs.controller.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
@@ -59,6 +60,7 @@ import { TeamsController } from './runs/teams.controller.js';
     UsageController,
     AuditController,
     TeamsController,
+    RunsController,
     // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
     ConversationsGrpcController,
     PricingGrpcController,

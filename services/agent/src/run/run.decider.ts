@@ -91,12 +91,13 @@ const evolve = (state: RunState, event: RunEvent): RunState => {
   switch (event.type) {
     case 'RunStarted': {
       const { runId, team, input, metadata, deadlineAt, at } = event.data;
-      return { ...state, runId, team, input, metadata, deadlineAt, createdAt: at, status: 'running' };
+      // Pending until its first task starts (API.md: POST /v1/runs answers `pending`).
+      return { ...state, runId, team, input, metadata, deadlineAt, createdAt: at, status: 'pending' };
     }
     case 'TaskStarted': {
       const { at, ...task } = event.data;
       const started: RunTaskState = { ...task, status: 'running', startedAt: at, usage: NO_USAGE };
-      return { ...state, tasks: [...state.tasks, started] };
+      return { ...state, status: 'running', tasks: [...state.tasks, started] };
     }
     case 'TaskCompleted': {
       const { taskId, output, usage, at } = event.data;

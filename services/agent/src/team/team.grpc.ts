@@ -1,7 +1,11 @@
-import { NotFoundError, PreconditionError, ValidationError, ownValue } from '@keel/core';
+import { NotFoundError, ValidationError, ownValue } from '@keel/core';
 import type { CallContext as ProtoCallContext } from '@keel/proto/keel/agent/v1/agent';
 import type {
+  CancelRunRequest,
   CancelRunResponse,
+  GetRunRequest,
+  ListRunsRequest,
+  StartRunRequest,
   DeleteTeamRequest,
   DeleteTeamResponse,
   GetRunResponse,
@@ -21,7 +25,9 @@ import { KEEL_LOGGER, toRpcException } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
 import type { CallContext } from '../call-context.js';
 import type { Access } from '../grpc/call-context.js';
-import { ADMIN, VIEWER, callContextOf, required } from '../grpc/call-context.js';
+import { ADMIN, EDITOR, VIEWER, callContextOf, required } from '../grpc/call-context.js';
+import { MAX_RUN_PAGE, RunService } from '../run/run.service.js';
+import { runMessage } from '../run/run.mapping.js';
 import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import { teamDefinitionOf, teamMessage } from './team.mapping.js';
 
@@ -36,6 +42,7 @@ const now = (): string => new Date().toISOString();
 export class RunController implements RunServiceController {
   constructor(
     @Inject(TenantConfigService) private readonly config: TenantConfigService,
+    @Inject(RunService) private readonly runs: RunService,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {}
 
@@ -73,26 +80,41 @@ export class RunController implements RunServiceController {
     });
   }
 
-  startRun(): Promise<StartRunResponse> {
-    return this.notYet('StartRun');
+  startRun(request: StartRunRequest): Promise<StartRunResponse> {
+    return this.call('StartRun', request.context, EDITOR, async (ctx) => {
+      const teamId = required(request.teamId, 'teamId');
+      const run = await this.runs.start(
+        ctx,
+        { teamId, input: request.input, metadata: request.metadata },
+        request.idempotencyKey || undefined,
+      );
+      return { run: runMessage(run) };
+    });
   }
 
-  getRun(): Promise<GetRunResponse> {
-    return this.notYet('GetRun');
+  getRun(request: GetRunRequest): Promise<GetRunResponse> {
+    return this.call('GetRun', request.context, VIEWER, async (ctx) => {
+      const runId = required(request.runId, 'runId');
+      return { run: runMessage(await this.runs.get(ctx.tenantId, runId)) };
+    });
   }
 
-  listRuns(): Promise<ListRunsResponse> {
-    return this.notYet('ListRuns');
+  listRuns(request: ListRunsRequest): Promise<ListRunsResponse> {
+    return this.call('ListRuns', request.context, VIEWER, async (ctx) => {
+      const limit = Math.min(request.limit || 50, MAX_RUN_PAGE);
+      const runs = await this.runs.list(ctx.tenantId, {
+        limit,
+        ...(request.teamId ? { teamId: request.teamId } : {}),
+        ...(request.status ? { status: request.status } : {}),
+      });
+      return { data: runs.map(runMessage) };
+    });
   }
 
-  cancelRun(): Promise<CancelRunResponse> {
-    return this.notYet('CancelRun');
-  }
-
-  /** Runs are not served by this version: FAILED_PRECONDITION rather than a half-made run. */
-  private notYet<T>(rpc: string): Promise<T> {
-    return this.call(rpc, undefined, VIEWER, () => {
-      throw new PreconditionError(`${rpc}: runs are not served by this agent version yet`);
+  cancelRun(request: CancelRunRequest): Promise<CancelRunResponse> {
+    return this.call('CancelRun', request.context, EDITOR, async (ctx) => {
+      const runId = required(request.runId, 'runId');
+      return { run: runMessage(await this.runs.cancel(ctx, runId)) };
     });
   }
 

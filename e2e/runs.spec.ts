@@ -1,0 +1,168 @@
+// Runs of teams through the public API, the services as processes on NATS and FerretDB and the
+// fake provider scripted per agent (by a marker in each agent's instructions): the order of the
+// tasks and what each member saw (the context newest first, cut), the aggregations, a cancel
+// mid-task and a timeout (API.md "Teams and runs").
+import type { FakeChatRequest } from '@keel/testkit';
+import { eventually, fakeReply, messageText, systemPromptIncludes } from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import { answerOf } from './support/http.js';
+
+interface RunBody {
+  id: string;
+  status: string;
+  output: string | null;
+  error?: { code: string; message: string };
+  tasks: Array<{ id: string; agentId: string; round: number; status: string; conversationId: string }>;
+  usage: { modelCalls: number; byAgent: Array<{ agentId: string; modelCalls: number }> };
+}
+
+const AGENTS = ['alpha', 'beta', 'gamma'] as const;
+
+describe('runs, end to end', () => {
+  let platform: GatewayPlatform;
+  let keys: Record<'admin' | 'editor' | 'viewer', string>;
+
+  const call = async (method: string, path: string, key: string, body?: unknown) =>
+    answerOf(await platform.request(method, path, key, body));
+  /** What agent `agentId` was sent as its last user message, per model request, in order. */
+  const sentTo = (agentId: string): string[] =>
+    platform.fake.requests
+      .map((r) => r.body)
+      .filter((b): b is FakeChatRequest => b !== undefined && systemPromptIncludes(`agent:${agentId};`)(b))
+      .map((b) => messageText(b.messages.findLast((m) => m.role === 'user')));
+  const putTeam = async (teamId: string, team: Record<string, unknown>) => {
+    const members = AGENTS.map((agentId, i) => ({ agentId, role: agentId.toUpperCase(), position: i + 1 }));
+    const stored = await call('PUT', `/v1/teams/${teamId}`, keys.admin, { members, ...team });
+    expect(stored.status, JSON.stringify(stored.body)).toBe(200);
+  };
+  const startRun = async (teamId: string, input: string): Promise<string> => {
+    const started = await call('POST', '/v1/runs', keys.editor, { teamId, input });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    expect((started.body as RunBody).status).toBe('pending');
+    return (started.body as RunBody).id;
+  };
+  const run = async (id: string) => (await call('GET', `/v1/runs/${id}`, keys.viewer)).body as RunBody;
+  const ended = (id: string) =>
+    eventually(
+      async () => {
+        const body = await run(id);
+        expect(['completed', 'failed', 'cancelled']).toContain(body.status);
+        return body;
+      },
+      { timeoutMs: 30_000 },
+    );
+
+  beforeAll(async () => {
+    platform = await startGatewayPlatform('runs');
+    ({ keys } = await platform.tenantWithKeys('runs', ['admin', 'editor', 'viewer']));
+    const provider = await call('PUT', '/v1/providers/openai', keys.admin, {
+      baseUrl: platform.fake.url,
+      apiKey: 'sk-tenant-e2e',
+    });
+    expect(provider.status).toBe(200);
+    for (const agentId of AGENTS) {
+      const agent = await call('PUT', `/v1/agents/${agentId}`, keys.admin, {
+        model: 'openai:gpt-4o-mini',
+        instructions: `agent:${agentId};`,
+        maxSteps: 2,
+      });
+      expect(agent.status).toBe(200);
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    await platform?.stop();
+  });
+
+  it('pipeline: members in position order, each seeing the input and earlier outputs newest first, cut', async () => {
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), 'alpha says one');
+    platform.fake.on(systemPromptIncludes('agent:beta;'), 'beta says two');
+    platform.fake.on(systemPromptIncludes('agent:gamma;'), 'gamma says three');
+    await putTeam('line', { topology: 'pipeline', aggregation: 'last', contextCharLimit: 40 });
+    const id = await startRun('line', 'Write about owls.');
+    const done = await ended(id);
+    expect(done.status).toBe('completed');
+    expect(done.output).toBe('gamma says three');
+    expect(done.tasks.map((t) => `${t.agentId}:${t.status}`)).toEqual([
+      'alpha:completed',
+      'beta:completed',
+      'gamma:completed',
+    ]);
+    expect(sentTo('alpha')).toEqual(['Write about owls.']);
+    expect(sentTo('beta')).toEqual([
+      'Write about owls.\n\nEarlier outputs, newest first:\n\n[ALPHA, round 1]\nalpha says one',
+    ]);
+    // 40 characters of context in all: beta's output first; alpha's falls past the cut.
+    const context = '[BETA, round 1]\nbeta says two\n\n[ALPHA, round 1]\nalpha says one'.slice(0, 40);
+    expect(sentTo('gamma')).toEqual([`Write about owls.\n\nEarlier outputs, newest first:\n\n${context}`]);
+    expect(done.usage.modelCalls).toBe(3);
+    expect(done.usage.byAgent.map((u) => `${u.agentId}:${u.modelCalls}`)).toEqual([
+      'alpha:1',
+      'beta:1',
+      'gamma:1',
+    ]);
+    // Each task is a turn of a conversation of its agent, readable as any conversation.
+    const conversation = await call('GET', `/v1/conversations/${done.tasks[1]!.conversationId}`, keys.viewer);
+    expect((conversation.body as { agentId: string }).agentId).toBe('beta');
+  });
+
+  it('parallel with vote: the answer most members gave; a tie goes to the lowest position', async () => {
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), 'No', ' yes ');
+    platform.fake.on(systemPromptIncludes('agent:beta;'), 'YES', 'maybe');
+    platform.fake.on(systemPromptIncludes('agent:gamma;'), 'yes', 'Maybe');
+    await putTeam('vote', { topology: 'parallel', aggregation: 'vote' });
+    const first = await ended(await startRun('vote', 'Owls?'));
+    expect(first.output).toBe('YES');
+    // alpha " yes ", beta "maybe", gamma "Maybe": maybe wins 2 to 1, given first by beta.
+    const second = await ended(await startRun('vote', 'Owls again?'));
+    expect(second.output).toBe('maybe');
+    expect(sentTo('gamma')).toEqual(['Owls?', 'Owls again?']);
+  });
+
+  it('a cancel mid-task ends the run and cancels the running turn', async () => {
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), fakeReply.hang());
+    await putTeam('stuck', { topology: 'pipeline', aggregation: 'last' });
+    const id = await startRun('stuck', 'Wait.');
+    const running = await eventually(async () => {
+      const body = await run(id);
+      expect(body.tasks[0]?.status).toBe('running');
+      return body;
+    });
+    await eventually(() => expect(sentTo('alpha')).toHaveLength(1));
+    const cancelled = await call('POST', `/v1/runs/${id}/cancel`, keys.editor);
+    expect(cancelled.status).toBe(202);
+    expect((await run(id)).status).toBe('cancelled');
+    const conversationId = running.tasks[0]!.conversationId;
+    await eventually(async () => {
+      const view = await call('GET', `/v1/conversations/${conversationId}`, keys.viewer);
+      expect((view.body as { status: string }).status).toBe('idle');
+    });
+    expect((await call('POST', `/v1/runs/${id}/cancel`, keys.editor)).status).toBe(409);
+    expect(sentTo('beta')).toEqual([]);
+  });
+
+  it('a run exceeding timeoutMs fails with that reason', async () => {
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), fakeReply.hang());
+    await putTeam('slow', { topology: 'pipeline', aggregation: 'last', timeoutMs: 1_500 });
+    const done = await ended(await startRun('slow', 'Slowly.'));
+    expect(done.status).toBe('failed');
+    expect(done.error?.code).toBe('timeout');
+  });
+
+  it('lists runs by team and status; reads are scoped to the tenant', async () => {
+    const list = await call('GET', '/v1/runs?teamId=vote&status=completed', keys.viewer);
+    expect((list.body as { data: RunBody[] }).data.map((r) => r.output)).toEqual(['maybe', 'YES']);
+    const other = await platform.tenantWithKeys('runs-other', ['viewer']);
+    const id = (list.body as { data: RunBody[] }).data[0]!.id;
+    expect((await call('GET', `/v1/runs/${id}`, other.keys.viewer)).status).toBe(404);
+    expect((await call('GET', '/v1/runs?status=done', keys.viewer)).status).toBe(400);
+    expect((await call('POST', '/v1/runs', keys.viewer, { teamId: 'vote', input: 'x' })).status).toBe(403);
+    expect((await call('POST', '/v1/runs', keys.editor, { teamId: 'nope', input: 'x' })).status).toBe(404);
+  });
+});

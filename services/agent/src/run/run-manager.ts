@@ -1,0 +1,226 @@
+import type { Consumer, Delivery, EventBus, EventMetadata, EventStore, RecordedEvent } from '@keel/core';
+import { ConflictError, NotFoundError } from '@keel/core';
+import type { ActorRole, ConversationEvent } from '@keel/events';
+import { CONVERSATION_CATEGORY, RUN_CATEGORY, turnIdOf } from '@keel/events';
+import type { KeelLogger } from '@keel/runtime';
+import type { CallContext } from '../call-context.js';
+import type { ConversationService } from '../conversation/conversation.service.js';
+import { acceptedRequestOf } from '../grpc/accepted-request.js';
+import type { RunAction } from './run-policy.js';
+import { nextActions, taskOutcomeOf } from './run-policy.js';
+import type { RunService } from './run.service.js';
+import { runStream } from './run.service.js';
+import type { RunState, RunTaskState } from './run.state.js';
+import { hasEnded } from './run.state.js';
+
+/** Metadata keys a task's conversation carries: which run and task its turn is. */
+export const RUN_ID_KEY = 'keel_run_id';
+export const TASK_ID_KEY = 'keel_task_id';
+
+const TURN_ENDS: ReadonlySet<string> = new Set(['TurnCompleted', 'TurnFailed', 'TurnCancelled']);
+
+/** The run id of a run stream's name (`run-<id>`). */
+const runIdOfStream = (name: string): string => name.slice(RUN_CATEGORY.length + 1);
+
+/** Dependencies of the run manager. */
+export interface RunManagerDeps {
+  store: EventStore;
+  bus: EventBus;
+  runs: RunService;
+  conversations: ConversationService;
+  logger: KeelLogger;
+  clock?: () => string;
+}
+
+/**
+ * The process manager of runs (the IO half of run-policy.ts): reacts to every run event by
+ * asking the policy what is next and doing it, and to the end of a task's turn by recording the
+ * task's outcome. Every step is keyed so that a redelivery, or another instance after a kill,
+ * repeats nothing: a task's conversation and its turn are keyed by the task id (AcceptedRequest),
+ * the run's decider starts a plan slot once and ends a task once.
+ */
+export class RunManager {
+  private consumers: Consumer[] = [];
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly clock: () => string;
+
+  constructor(private readonly deps: RunManagerDeps) {
+    this.clock = deps.clock ?? (() => new Date().toISOString());
+  }
+
+  async start(): Promise<void> {
+    const { bus } = this.deps;
+    this.consumers = [
+      await bus.consume(
+        {
+          name: 'agent-run-manager',
+          filter: { category: RUN_CATEGORY },
+          idempotency: 'none',
+          maxInFlight: 8,
+        },
+        (delivery) => this.onRunEvent(delivery),
+      ),
+      await bus.consume(
+        {
+          name: 'agent-run-tasks',
+          filter: { category: CONVERSATION_CATEGORY },
+          idempotency: 'none',
+          maxInFlight: 16,
+        },
+        (delivery) => this.onConversationEvent(delivery),
+      ),
+    ];
+  }
+
+  async stop(): Promise<void> {
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.all(this.consumers.map((c) => c.stop()));
+    this.consumers = [];
+  }
+
+  private async onRunEvent({ event }: Delivery): Promise<void> {
+    await this.advance(event.tenantId, runIdOfStream(event.streamName));
+  }
+
+  /** A task's turn ended: its outcome goes to the run (once; the decider drops a repeat). */
+  private async onConversationEvent({ event }: Delivery): Promise<void> {
+    if (!TURN_ENDS.has(event.type)) return;
+    const events = (await this.deps.store.read(event.tenantId, event.streamName, {
+      toVersion: event.version,
+    })) as unknown as Array<RecordedEvent & ConversationEvent>;
+    const created = events.find((e) => e.type === 'ConversationCreated');
+    const metadata = created?.type === 'ConversationCreated' ? created.data.metadata : undefined;
+    const runId = metadata?.[RUN_ID_KEY];
+    const taskId = metadata?.[TASK_ID_KEY];
+    if (!runId || !taskId) return;
+    const turnId = turnIdOf(event);
+    const outcome = taskOutcomeOf(
+      { taskId },
+      events.filter((e) => turnIdOf(e) === turnId),
+      this.clock(),
+    );
+    if (!outcome) return;
+    await this.deps.runs.apply(event.tenantId, runId, outcome, causedBy(event));
+  }
+
+  /** Does what the run needs now: cascade its end, or start its ready tasks, or end it. */
+  async advance(tenantId: string, runId: string): Promise<void> {
+    let state: RunState;
+    try {
+      state = await this.deps.runs.get(tenantId, runId);
+    } catch (error) {
+      if (error instanceof NotFoundError) return;
+      throw error;
+    }
+    const ctx = await this.contextOf(tenantId, runId);
+    if (hasEnded(state)) {
+      this.disarm(runId);
+      await Promise.all(
+        state.tasks.filter((t) => t.status === 'cancelled').map((t) => this.cancelTurn(ctx, t)),
+      );
+      return;
+    }
+    this.arm(tenantId, state);
+    // A task recorded as started whose turn was never submitted (a kill in between) is submitted now.
+    for (const task of state.tasks.filter((t) => t.status === 'running'))
+      await this.submit(ctx, task.taskId, task.conversationId, task.input);
+    for (const action of nextActions(state, this.clock())) await this.act(ctx, runId, action);
+  }
+
+  private async act(ctx: CallContext, runId: string, action: RunAction): Promise<void> {
+    const metadata = { correlationId: ctx.correlationId };
+    if (action.type !== 'StartTask') {
+      await this.deps.runs.apply(ctx.tenantId, runId, { ...action, at: this.clock() }, metadata);
+      return;
+    }
+    const { type: _type, ...task } = action;
+    const conversation = await this.deps.conversations.create(
+      ctx,
+      {
+        agentId: task.agentId,
+        title: `${task.role} — ${runId}`,
+        metadata: { [RUN_ID_KEY]: runId, [TASK_ID_KEY]: task.taskId },
+      },
+      acceptedRequestOf('CreateConversation', `run:${task.taskId}`, { agentId: task.agentId }),
+    );
+    await this.deps.runs.apply(
+      ctx.tenantId,
+      runId,
+      { type: 'StartTask', ...task, conversationId: conversation.id, at: this.clock() },
+      metadata,
+    );
+    await this.submit(ctx, task.taskId, conversation.id, task.input);
+  }
+
+  /** Submits a task's input as its conversation's turn, keyed by the task: a repeat is the same turn. */
+  private async submit(
+    ctx: CallContext,
+    taskId: string,
+    conversationId: string,
+    input: string,
+  ): Promise<void> {
+    await this.deps.conversations.send(
+      ctx,
+      conversationId,
+      { content: input },
+      acceptedRequestOf('SubmitMessage', `run:${taskId}`, { content: input }),
+    );
+  }
+
+  private async cancelTurn(ctx: CallContext, task: RunTaskState): Promise<void> {
+    try {
+      await this.deps.conversations.cancel(
+        ctx,
+        task.conversationId,
+        acceptedRequestOf('CancelTurn', `run:${task.taskId}`, {}),
+      );
+    } catch (error) {
+      // No running turn (it ended meanwhile, or was cancelled by a previous delivery): nothing to do.
+      if (!(error instanceof ConflictError) && !(error instanceof NotFoundError)) throw error;
+    }
+  }
+
+  /** The context the run was started with: its actions are the starter's, in its correlation. */
+  private async contextOf(tenantId: string, runId: string): Promise<CallContext> {
+    const [first] = await this.deps.store.read(tenantId, runStream(runId), { toVersion: 1 });
+    const actor = first?.metadata.actor;
+    return {
+      tenantId,
+      keyId: actor?.keyId ?? 'run-manager',
+      role: (actor?.role ?? 'editor') as ActorRole,
+      userId: actor?.userId ?? actor?.keyId ?? 'run-manager',
+      correlationId: first?.metadata.correlationId ?? runId,
+    };
+  }
+
+  /** Wakes the run at its deadline, so a run with a stuck task still times out. */
+  private arm(tenantId: string, state: RunState): void {
+    if (this.timers.has(state.runId)) return;
+    const delay = Math.max(0, Date.parse(state.deadlineAt) - Date.parse(this.clock()));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(state.runId);
+        this.advance(tenantId, state.runId).catch((error: unknown) =>
+          this.deps.logger.warn(
+            { tenantId, runId: state.runId, err: error },
+            'the run deadline check failed',
+          ),
+        );
+      },
+      Math.min(delay + 10, 2_147_000_000),
+    );
+    timer.unref();
+    this.timers.set(state.runId, timer);
+  }
+
+  private disarm(runId: string): void {
+    clearTimeout(this.timers.get(runId));
+    this.timers.delete(runId);
+  }
+}
+
+const causedBy = (event: RecordedEvent): EventMetadata => ({
+  causationId: event.eventId,
+  ...(event.metadata.correlationId ? { correlationId: event.metadata.correlationId } : {}),
+});
