@@ -64,7 +64,48 @@ export type WebhookSecretRotated = EventData<'WebhookSecretRotated', { secret: S
 
 /** Every event of a tenant configuration stream. */
 export type TenantConfigEvent =
-  ToolConfigured | AgentConfigured | ProviderConfigured | WebhookSecretRotated | TeamConfigured | TeamDeleted;
+  | ToolConfigured
+  | AgentConfigured
+  | ProviderConfigured
+  | WebhookSecretRotated
+  | TeamConfigured
+  | TeamDeleted
+  | McpServerConfigured
+  | McpServerDeleted;
+
+/** A tool an MCP server listed (its name on the server; agents call it `<server>__<name>`). */
+export interface McpToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** An MCP server as stored (API.md `PUT /v1/mcp-servers/{name}`), with the tools listed at PUT or refresh. */
+export interface McpServerDefinition {
+  name: string;
+  /** The Streamable HTTP endpoint. */
+  url: string;
+  /** The request headers as one sealed JSON object (context `<tenantId>/mcp/<name>`); never returned. */
+  headers?: SealedSecret;
+  /** The allow-list: only these of the server's tools are offered (absent: all it lists). */
+  allow?: string[];
+  /** The listed tools, the allow-list applied. */
+  tools: McpToolDefinition[];
+  approval: 'never' | 'always';
+  roles: KeyRole[];
+  timeoutMs: number;
+  /** Whether a call whose outcome a crash left unknown is sent again (else `outcome_unknown`). */
+  retryUnknown: boolean;
+}
+
+/** An MCP server was connected (created, replaced, or its tools refreshed). */
+export type McpServerConfigured = EventData<
+  'McpServerConfigured',
+  { server: McpServerDefinition; at: string }
+>;
+
+/** An MCP server was removed; its tools are no longer offered or run. */
+export type McpServerDeleted = EventData<'McpServerDeleted', { name: string; at: string }>;
 
 /** How a team's members work together (API.md "Teams and runs"). */
 export const TEAM_TOPOLOGIES = ['pipeline', 'parallel', 'debate', 'hierarchical', 'round_robin'] as const;

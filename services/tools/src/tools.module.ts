@@ -12,6 +12,7 @@ import {
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import { InMemoryToolCallLedger, MongoToolCallLedger, WebhookExecutor } from './execution/index.js';
+import { McpExecutor } from './execution/mcp-executor.js';
 import type { ToolCallLedger } from './execution/index.js';
 import { TenantToolsCache } from './tool-calls/tenant-tools.js';
 import { ToolCallConsumer } from './tool-calls/tool-call.consumer.js';
@@ -73,6 +74,8 @@ const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
               maxResponseBytes: MAX_WEBHOOK_RESPONSE_BYTES,
               egress: egressPolicyFromEnv(),
             }),
+            // MCP servers are tenant URLs too: the same egress policy.
+            mcp: new McpExecutor({ egress: egressPolicyFromEnv() }),
             tenantTools: new TenantToolsCache(infra.store),
             ...(secrets ? { secrets } : {}),
             ...(metrics ? { metrics } : {}),

@@ -3,6 +3,7 @@ import { ValidationError, hasOwnKey, withOwn } from '@keel/core';
 import type {
   AgentDefinition,
   KeyRole,
+  McpServerDefinition,
   Provider,
   SealedSecret,
   TeamDefinition,
@@ -12,6 +13,8 @@ import type {
 import { PROVIDERS } from '@keel/events';
 import { EgressPolicy } from '@keel/runtime/egress';
 import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
+import type { PutMcpServer } from './mcp-servers.js';
+import { decideDeleteMcpServer, decidePutMcpServer, isKnownMcpTool } from './mcp-servers.js';
 
 /** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
 export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
@@ -72,6 +75,8 @@ export interface TenantConfig {
   agents: Record<string, AgentDefinition>;
   /** Teams of the tenant's agents (API.md "Teams and runs"). */
   teams: Record<string, TeamDefinition>;
+  /** MCP servers and the tools they listed (API.md "Tool sources and policies"). */
+  mcpServers: Record<string, McpServerDefinition>;
   providers: Partial<Record<Provider, { apiKey?: SealedSecret; baseUrl?: string }>>;
   webhookSecret?: SealedSecret;
 }
@@ -83,7 +88,9 @@ export type TenantConfigCommand =
   | { type: 'PutProvider'; provider: string; apiKey?: SealedSecret; baseUrl?: string; at: string }
   | { type: 'RotateWebhookSecret'; secret: SealedSecret; at: string }
   | { type: 'PutTeam'; team: TeamDefinition; at: string }
-  | { type: 'DeleteTeam'; teamId: string; at: string };
+  | { type: 'DeleteTeam'; teamId: string; at: string }
+  | { type: 'PutMcpServer'; put: PutMcpServer; at: string }
+  | { type: 'DeleteMcpServer'; name: string; at: string };
 
 const fail = (field: string, message: string): never => {
   throw new ValidationError(message, { field });
@@ -160,7 +167,10 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
     fail('tools', `tools must be a list of at most ${MAX_AGENT_TOOLS} tool names`);
   }
   const unknown = agent.tools.filter(
-    (t) => !hasOwnKey(state.tools, t) && !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t),
+    (t) =>
+      !hasOwnKey(state.tools, t) &&
+      !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t) &&
+      !isKnownMcpTool(t, state.mcpServers),
   );
   if (unknown.length > 0) {
     const shown = unknown.slice(0, 5).map((t) => (t.length > 64 ? `${t.slice(0, 64)}…` : t));
@@ -258,7 +268,7 @@ const putProvider = (command: CommandOf<'PutProvider'>, egress: EgressPolicy): T
 export const createTenantConfigDecider = (
   egress: EgressPolicy = new EgressPolicy(),
 ): Decider<TenantConfig, TenantConfigCommand, TenantConfigEvent> => ({
-  initialState: () => ({ tools: {}, agents: {}, teams: {}, providers: {} }),
+  initialState: () => ({ tools: {}, agents: {}, teams: {}, mcpServers: {}, providers: {} }),
   decide: (command, state) => {
     switch (command.type) {
       case 'PutTool':
@@ -273,6 +283,15 @@ export const createTenantConfigDecider = (
         return decidePutTeam(command.team, state, command.at);
       case 'DeleteTeam':
         return decideDeleteTeam(command.teamId, state.teams, command.at);
+      case 'PutMcpServer':
+        return decidePutMcpServer(
+          command.put,
+          state.mcpServers,
+          (field, value) => checkUrl(field, value, egress),
+          command.at,
+        );
+      case 'DeleteMcpServer':
+        return decideDeleteMcpServer(command.name, state.mcpServers, command.at);
       default: {
         const unknown: never = command;
         throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
@@ -299,6 +318,14 @@ export const createTenantConfigDecider = (
         return { ...state, webhookSecret: event.data.secret };
       case 'TeamConfigured':
         return { ...state, teams: withOwn(state.teams, event.data.team.teamId, event.data.team) };
+      case 'McpServerConfigured': {
+        const { server } = event.data;
+        return { ...state, mcpServers: withOwn(state.mcpServers, server.name, server) };
+      }
+      case 'McpServerDeleted': {
+        const kept = Object.entries(state.mcpServers).filter(([name]) => name !== event.data.name);
+        return { ...state, mcpServers: Object.fromEntries(kept) };
+      }
       case 'TeamDeleted': {
         const teams = Object.entries(state.teams).filter(([teamId]) => teamId !== event.data.teamId);
         return { ...state, teams: Object.fromEntries(teams) };

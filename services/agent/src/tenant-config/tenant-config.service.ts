@@ -17,8 +17,8 @@ export class TenantConfigService {
   constructor(store: EventStore, egress: EgressPolicy = new EgressPolicy()) {
     // Remembers the tenants' configurations: a load reads only the newer events.
     this.handler = new CachingCommandHandler(store, createTenantConfigDecider(egress), {
-      // v2: the state holds `teams` (a v1 snapshot has none).
-      snapshot: { name: 'tenant-config-v2', every: 20 },
+      // v3: the state holds `mcpServers` (v2: `teams`; an older snapshot has neither).
+      snapshot: { name: 'tenant-config-v3', every: 20 },
       // A configuration write is last-writer-wins: concurrent PUTs of one tenant all land, in
       // some order, rather than one of them answering 409 for a race the caller cannot see.
       maxRetries: 10,

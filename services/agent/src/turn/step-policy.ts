@@ -87,7 +87,14 @@ export const guardContext = (
   agent: AgentDefinition,
   tools: ResolvedTool[],
   validate: ToolCatalog['validate'],
-): GuardContext => ({ tools, agent, role: turn.role, phase: state.phase ?? agent.phases?.initial, validate });
+): GuardContext => ({
+  tools,
+  // The resolved names: an MCP server's `<server>__*` stands for each of its tools.
+  agent: { ...agent, tools: tools.map((t) => t.name) },
+  role: turn.role,
+  phase: state.phase ?? agent.phases?.initial,
+  validate,
+});
 
 /** A verdict, and the error when the call could not be checked at all (refused, for the log). */
 export interface JudgedCall {

@@ -1,4 +1,5 @@
 import { ownValue } from '@keel/core';
+import { offeredMcpTools } from '../tenant-config/mcp-servers.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { GuardedTool } from '../guard/tool-guard.js';
 import type { PromptTool } from '../prompt/prompt.js';
@@ -19,9 +20,23 @@ export interface ToolCatalog {
 /** A tool of an agent, resolved for both the prompt and the guard. */
 export type ResolvedTool = PromptTool & GuardedTool;
 
-/** The tools an agent has, from the tenant's definitions and the built-ins (missing ones are skipped). */
+/**
+ * The tools an agent has, from the tenant's definitions, the built-ins and its MCP servers'
+ * tools (`<server>__*` expanded); missing ones are skipped.
+ */
 export const resolveTools = (names: string[], config: TenantConfig, catalog: ToolCatalog): ResolvedTool[] =>
   names.flatMap((name): ResolvedTool[] => {
+    const mcp = offeredMcpTools([name], config.mcpServers);
+    if (mcp.length > 0) {
+      return mcp.map(({ name: offered, server, tool }) => ({
+        name: offered,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        approval: server.approval,
+        roles: server.roles,
+        phases: [],
+      }));
+    }
     const own = ownValue(config.tools, name);
     if (own) {
       return [

@@ -7,6 +7,7 @@ import type { ToolCallLedger } from './ledger.js';
 import type { JsonSchema, ToolDefinition, ToolError, ToolOutcome } from './types.js';
 import { ToolCallCancelledError } from './webhook-executor.js';
 import type { WebhookRequest, WebhookResult } from './webhook-executor.js';
+import type { McpCallRequest, McpCallResult } from './mcp-executor.js';
 
 /** One tool call as the tools service's consumer hands it over. */
 export interface ToolCallRequest {
@@ -24,12 +25,16 @@ export interface ToolCallRequest {
   approvalGranted: boolean;
   /** The tenant's webhook secret; required for webhook tools. */
   webhookSecret?: string;
+  /** An MCP tool's server headers, opened. */
+  mcpHeaders?: Record<string, string>;
 }
 
 /** What `executeToolCall` works with. */
 export interface ToolCallDependencies {
   ledger: ToolCallLedger;
   webhooks: { call(request: WebhookRequest): Promise<WebhookResult> };
+  /** Runs MCP tool calls; without it an MCP tool's call fails as misconfigured. */
+  mcp?: { call(request: McpCallRequest): Promise<McpCallResult> };
   validator?: ArgsValidator;
   builtins?: readonly BuiltinTool[];
   now?: () => Date;
@@ -79,6 +84,12 @@ export const executeToolCall = async (
 
   const begun = await deps.ledger.begin(key, { conversationId: request.conversationId, name: request.name });
   if (begun.record.outcome) return { ...begun.record.outcome, execution: 'replayed' };
+  if (begun.state === 'in-flight' && unknownOutcomeStays(request.tool)) {
+    // An MCP call has no idempotency key the server must honour: an earlier attempt may have
+    // acted, so it is not sent again unless the server is marked retryUnknown.
+    const stored = await deps.ledger.complete(key, OUTCOME_UNKNOWN);
+    return { ...(stored.outcome ?? OUTCOME_UNKNOWN), execution: 'replayed' };
+  }
 
   const started = performance.now();
   const attempted = await attempt(request, deps, options.signal);
@@ -111,7 +122,55 @@ const attempt = async (
   if (checked) return checked;
   if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
 
-  return builtin ? runBuiltin(builtin, request, deps, signal) : callWebhook(request, deps, signal);
+  if (builtin) return runBuiltin(builtin, request, deps, signal);
+  return tool.kind === 'mcp' ? callMcp(request, deps, signal) : callWebhook(request, deps, signal);
+};
+
+/** Whether a call begun by an attempt that never finished stays unknown instead of running again. */
+const unknownOutcomeStays = (tool: ToolDefinition): boolean =>
+  tool.kind === 'mcp' && tool.mcp?.retryUnknown !== true;
+
+/** What the model reads of an MCP call whose earlier attempt a crash interrupted. */
+export const OUTCOME_UNKNOWN: ToolOutcome = {
+  ok: false,
+  error: {
+    code: 'outcome_unknown',
+    message:
+      'the call was sent to the MCP server, but the tools service stopped before its answer: it may or may not have taken effect, and it is not sent again',
+  },
+  attempts: 1,
+  durationMs: 0,
+};
+
+/** An MCP tool's call: its server URL and timeout checked, then the McpExecutor's answer as the attempt. */
+const callMcp = async (
+  request: ToolCallRequest,
+  deps: ToolCallDependencies,
+  signal: AbortSignal | undefined,
+): Promise<Attempted> => {
+  const { tool } = request;
+  if (!tool.url || !tool.mcp) return misconfigured(`the MCP tool ${tool.name} has no server`);
+  if (!deps.mcp) return misconfigured('this tools service does not run MCP calls');
+  const result = await deps.mcp.call({
+    url: tool.url,
+    ...(request.mcpHeaders ? { headers: request.mcpHeaders } : {}),
+    tool: tool.mcp.tool,
+    args: request.args,
+    toolCallId: request.toolCallId,
+    timeoutMs: tool.timeoutMs,
+    ...(signal ? { signal } : {}),
+  });
+  if (result.ok && exceedsJsonDepth(result.result, MAX_RESULT_DEPTH)) {
+    return {
+      ok: false,
+      error: {
+        code: 'mcp_invalid_result',
+        message: `the MCP server answered JSON nested deeper than ${MAX_RESULT_DEPTH} levels`,
+      },
+      attempts: result.attempts,
+    };
+  }
+  return result;
 };
 
 /** A webhook tool's call: its URL, secret and timeout checked, then the WebhookExecutor's answer as the attempt. */

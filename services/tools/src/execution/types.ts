@@ -7,8 +7,11 @@ export type { JsonSchema };
 export interface ToolDefinition {
   /** `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`; built-in names are reserved. */
   name: string;
-  /** `webhook`: POSTed to `url` (API.md); `builtin`: run in process from `BUILTIN_TOOLS`. */
-  kind: 'webhook' | 'builtin';
+  /**
+   * `webhook`: POSTed to `url` (API.md); `builtin`: run in process from `BUILTIN_TOOLS`; `mcp`:
+   * `tools/call` of `mcp.tool` on the MCP server at `url`.
+   */
+  kind: 'webhook' | 'builtin' | 'mcp';
   /** The JSON Schema the model's arguments must satisfy (`type: 'object'`). */
   inputSchema: JsonSchema;
   /** Where a webhook tool is called; required for `kind: 'webhook'`. */
@@ -17,6 +20,8 @@ export interface ToolDefinition {
   timeoutMs: number;
   /** `always`: the call runs only after a user approved it. */
   approval: 'never' | 'always';
+  /** An MCP tool's name on its server, and whether a call left unknown by a crash is sent again. */
+  mcp?: { tool: string; retryUnknown: boolean };
 }
 
 /**

@@ -1,6 +1,9 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
 import { isEvent, streamName } from '@keel/core';
 import type {
+  McpServerConfigured,
+  McpServerDefinition,
+  McpServerDeleted,
   SealedSecret,
   ToolConfigured,
   ToolDefinition as TenantToolDefinition,
@@ -19,10 +22,12 @@ export interface TenantTools {
   tools: Readonly<Record<string, TenantToolDefinition>>;
   /** The current webhook signing secret, still sealed (opened only when a call is signed). */
   webhookSecret?: SealedSecret;
+  /** The tenant's MCP servers by name, with the tools they listed. */
+  mcpServers: Readonly<Record<string, McpServerDefinition>>;
 }
 
 /** The state before any configuration event. */
-export const emptyTenantTools = (): TenantTools => ({ version: 0, tools: {} });
+export const emptyTenantTools = (): TenantTools => ({ version: 0, tools: {}, mcpServers: {} });
 
 /**
  * Folds one tenant configuration event. Events this service does not need (agents, providers)
@@ -37,13 +42,22 @@ export const evolveTenantTools = (state: TenantTools, event: RecordedEvent): Ten
   if (isEvent<WebhookSecretRotated>(event, 'WebhookSecretRotated')) {
     return { ...state, version, webhookSecret: event.data.secret };
   }
+  if (isEvent<McpServerConfigured>(event, 'McpServerConfigured')) {
+    const { server } = event.data;
+    return { ...state, version, mcpServers: { ...state.mcpServers, [server.name]: server } };
+  }
+  if (isEvent<McpServerDeleted>(event, 'McpServerDeleted')) {
+    const kept = Object.entries(state.mcpServers).filter(([name]) => name !== event.data.name);
+    return { ...state, version, mcpServers: Object.fromEntries(kept) };
+  }
   return { ...state, version };
 };
 
 /** A tool as the tools service resolved it for one call. */
 export type ResolvedTool =
   | { kind: 'builtin'; definition: ToolDefinition }
-  | { kind: 'webhook'; definition: ToolDefinition; webhookSecret?: SealedSecret };
+  | { kind: 'webhook'; definition: ToolDefinition; webhookSecret?: SealedSecret }
+  | { kind: 'mcp'; definition: ToolDefinition; server: string; headers?: SealedSecret };
 
 /**
  * The tool a call names: a built-in first (their names are reserved for every tenant), else the
@@ -68,7 +82,7 @@ export const resolveTool = (
     };
   }
   const own = Object.hasOwn(tenant.tools, name) ? tenant.tools[name] : undefined;
-  if (!own) return undefined;
+  if (!own) return resolveMcpTool(name, tenant);
   return {
     kind: 'webhook',
     definition: {
@@ -80,6 +94,30 @@ export const resolveTool = (
       approval: own.approval,
     },
     ...(tenant.webhookSecret ? { webhookSecret: tenant.webhookSecret } : {}),
+  };
+};
+
+/** `<server>__<tool>` of one of the tenant's MCP servers (a server name has no `_`). */
+const resolveMcpTool = (name: string, tenant: TenantTools): ResolvedTool | undefined => {
+  const at = name.indexOf('__');
+  if (at <= 0) return undefined;
+  const serverName = name.slice(0, at);
+  const server = Object.hasOwn(tenant.mcpServers, serverName) ? tenant.mcpServers[serverName] : undefined;
+  const tool = server?.tools.find((t) => t.name === name.slice(at + 2));
+  if (!server || !tool) return undefined;
+  return {
+    kind: 'mcp',
+    server: server.name,
+    definition: {
+      name,
+      kind: 'mcp',
+      inputSchema: tool.inputSchema,
+      url: server.url,
+      timeoutMs: server.timeoutMs,
+      approval: server.approval,
+      mcp: { tool: tool.name, retryUnknown: server.retryUnknown },
+    },
+    ...(server.headers ? { headers: server.headers } : {}),
   };
 };
 

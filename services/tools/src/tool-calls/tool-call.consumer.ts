@@ -38,6 +38,8 @@ export interface ToolCallConsumerDeps {
   bus: EventBus;
   ledger: ToolCallLedger;
   webhooks: ToolCallDependencies['webhooks'];
+  /** Runs MCP tool calls (McpExecutor); without it MCP calls fail as misconfigured. */
+  mcp?: ToolCallDependencies['mcp'];
   tenantTools: { get(tenantId: string): Promise<TenantTools> };
   /** Opens tenants' webhook secrets; without it webhook calls fail as misconfigured. */
   secrets?: Pick<SecretBox, 'open'>;
@@ -315,6 +317,16 @@ export class ToolCallConsumer {
       };
     }
     const { webhookSecret } = secret;
+    const mcpHeaders = this.#mcpHeaders(tenantId, tool, log);
+    if (mcpHeaders === false) {
+      return {
+        ...failure(
+          'tool_misconfigured',
+          `the tools service could not open the headers of ${call.name}'s server`,
+        ),
+        kind: tool.kind,
+      };
+    }
     // A `refused` result (the tool needs an approval now, though the call was requested without
     // one) is recorded too: nothing ran, and the turn goes on instead of waiting for an approval
     // nobody was asked for.
@@ -328,10 +340,12 @@ export class ToolCallConsumer {
         tool: tool.definition,
         approvalGranted: trigger.approvalGranted,
         ...(webhookSecret === undefined ? {} : { webhookSecret }),
+        ...(mcpHeaders === undefined ? {} : { mcpHeaders }),
       },
       {
         ledger: deps.ledger,
         webhooks: deps.webhooks,
+        ...(deps.mcp ? { mcp: deps.mcp } : {}),
         ...(deps.builtins ? { builtins: deps.builtins } : {}),
         ...(deps.now ? { now: deps.now } : {}),
         onUnexpectedError: (error) => log.error({ tool: call.name, err: error }, 'built-in tool failed'),
@@ -339,6 +353,27 @@ export class ToolCallConsumer {
       { signal: running.controller.signal },
     );
     return { ...result, kind: tool.kind };
+  }
+
+  /** An MCP tool's server headers, opened (sealed as one JSON object); false when they do not open. */
+  #mcpHeaders(
+    tenantId: string,
+    tool: ResolvedTool,
+    log: KeelLogger,
+  ): Record<string, string> | undefined | false {
+    if (tool.kind !== 'mcp' || !tool.headers) return undefined;
+    try {
+      if (!this.#deps.secrets) throw new Error('KEEL_MASTER_KEY is not set');
+      return JSON.parse(
+        this.#deps.secrets.open(tool.headers, mcpHeadersContext(tenantId, tool.server)),
+      ) as Record<string, string>;
+    } catch (error) {
+      log.error(
+        { server: tool.server, reason: error instanceof Error ? error.message : 'unknown' },
+        'the MCP server headers do not open',
+      );
+      return false;
+    }
   }
 
   /** A webhook tool's signing secret, opened (none for other tools or an unsigned webhook). */
@@ -365,6 +400,9 @@ export class ToolCallConsumer {
     }
   }
 }
+
+/** The context an MCP server's headers are sealed under (the agent seals them at PUT). */
+export const mcpHeadersContext = (tenantId: string, server: string): string => `${tenantId}/mcp/${server}`;
 
 const failure = (code: string, message: string): Outcome => ({
   ok: false,
