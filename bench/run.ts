@@ -8,9 +8,11 @@ import { auditConsumerBench } from './audit-consumer.bench.js';
 import { egressWebhookBench } from './egress-webhook.bench.js';
 import { gatewayStreamBench } from './gateway-stream.bench.js';
 import { outboxBench } from './outbox.bench.js';
+import { peerCheckpointBench } from './peer-checkpoint.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
 import { stepPersistenceBench } from './step-persistence.bench.js';
 import { toolRoundtripBench } from './tool-roundtrip.bench.js';
+import { turnLatencyBench } from './turn-latency.bench.js';
 import { usageQueryBench } from './usage-query.bench.js';
 import { provisionInfra } from './lib/infra.js';
 import type { Bench, BenchReport } from './lib/report.js';
@@ -24,7 +26,9 @@ const BENCHES: Bench[] = [
   toolRoundtripBench,
   egressWebhookBench,
   stepPersistenceBench,
+  peerCheckpointBench,
   gatewayStreamBench,
+  turnLatencyBench,
   usageQueryBench,
   auditConsumerBench,
 ];
@@ -47,7 +51,8 @@ async function main(): Promise<void> {
       const started = Date.now();
       const report = await bench.run(infra);
       reports.push(report);
-      console.log(`${textTable(report)}\n   (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      console.log(`${textTable(report)}\n   (${seconds} s; store backend ${infra.mongoBackend})\n`);
     }
   } finally {
     if (reports.length > 0) {

@@ -31,10 +31,10 @@ const TENANT = 'bench';
 const AGENT_ID = 'orders';
 const STEPS = 20;
 const ROUNDS = 25;
-const QUESTION =
+export const QUESTION =
   'Please check my last orders one by one and tell me which of them have shipped, with the carrier and ETA.';
 
-const LOOKUP: ToolDefinition = {
+export const LOOKUP: ToolDefinition = {
   name: 'lookup_order',
   description: 'Looks an order up by id: status, items, shipping and totals.',
   inputSchema: {
@@ -61,7 +61,7 @@ const AGENT: AgentDefinition = {
 };
 
 /** A webhook's answer of a typical size (about 600 bytes of JSON). */
-const orderResult = (k: number) => ({
+export const orderResult = (k: number) => ({
   orderId: `A-${1000 + k}`,
   status: k % 3 === 0 ? 'shipped' : 'processing',
   items: [
@@ -78,7 +78,7 @@ const orderResult = (k: number) => ({
   updatedAt: '2026-11-21T09:14:03.000Z',
 });
 
-const FINAL_ANSWER =
+export const FINAL_ANSWER =
   'Here is where your orders stand. Orders A-1003, A-1006, A-1009, A-1012, A-1015 and A-1018 have shipped ' +
   'with DHL express and should arrive on 24 November; the others are still being processed and have no ' +
   'carrier yet. Each holds three USB-C power adapters and two braided cables, 93.97 EUR including VAT. ' +

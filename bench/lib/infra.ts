@@ -14,6 +14,8 @@ export interface BenchInfra {
   /** Where each came from, e.g. "env MONGODB_URL" or "FerretDB started on :40123". */
   natsSource: string;
   mongoSource: string;
+  /** What stores the data: "FerretDB/PostgreSQL", "FerretDB/SQLite", or unknown for MONGODB_URL. */
+  mongoBackend: string;
   /** Server versions as they report themselves, for the results file. */
   natsVersion: string;
   mongoVersion: string;
@@ -22,7 +24,8 @@ export interface BenchInfra {
 
 /**
  * NATS and MongoDB for a benchmark run: `NATS_URL` / `MONGODB_URL` when set, else the testkit's
- * local provisioning (nats-server on :4222 or a fresh one; a fresh FerretDB in a temp dir).
+ * local provisioning (nats-server on :4222 or a fresh one; a fresh FerretDB in a temp dir, on
+ * PostgreSQL when reachable, else SQLite; `KEEL_TEST_FERRETDB_BACKEND=pg|sqlite` forces one).
  * NATS is only provisioned when `needNats`, so the store benchmarks run without it.
  */
 export async function provisionInfra(needNats: boolean): Promise<BenchInfra> {
@@ -47,6 +50,7 @@ export async function provisionInfra(needNats: boolean): Promise<BenchInfra> {
     mongoUrl: mongo.url,
     natsSource: nats?.source ?? 'not used',
     mongoSource: mongo.source,
+    mongoBackend: mongo.backend ?? `unknown (MONGODB_URL's server)`,
     natsVersion,
     mongoVersion,
     stop: async () => {
@@ -54,6 +58,14 @@ export async function provisionInfra(needNats: boolean): Promise<BenchInfra> {
     },
   };
 }
+
+/** "PostgreSQL", "SQLite" or "unknown": the backend in one word, for notes that depend on it. */
+export const backendWord = (infra: BenchInfra): 'PostgreSQL' | 'SQLite' | 'unknown' =>
+  infra.mongoBackend.includes('PostgreSQL')
+    ? 'PostgreSQL'
+    : infra.mongoBackend.includes('SQLite')
+      ? 'SQLite'
+      : 'unknown';
 
 /** A fresh name for a benchmark's database, collection or NATS stream. */
 export const freshName = (prefix: string): string => `${prefix}_${randomBytes(5).toString('hex')}`;

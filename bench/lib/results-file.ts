@@ -14,7 +14,8 @@ const end = (name: string): string => `<!-- /bench:${name} -->`;
 export const machineLine = (infra: BenchInfra): string => {
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
   return (
-    `${cpus().length} cores (nproc), ${cpu}; Node ${process.version}; ${infra.mongoVersion} (${infra.mongoSource}); ` +
+    `${cpus().length} cores (nproc), ${cpu}; Node ${process.version}; store backend ${infra.mongoBackend}: ` +
+    `${infra.mongoVersion} (${infra.mongoSource}); ` +
     (infra.natsUrl ? `${infra.natsVersion} (${infra.natsSource})` : 'NATS not used')
   );
 };
@@ -51,7 +52,8 @@ export async function writeResults(
     'Written by `npm run bench` (`bench/run.ts`); `npm run bench -- <name>` rewrites one section. Every figure is',
     'compared with the nearest raw baseline measured in the same process against the same server. p50/p99 are',
     'per operation; the ratio is Keel p50 / raw p50. Servers: `MONGODB_URL` / `NATS_URL` when set, otherwise the',
-    "testkit's local provisioning (a fresh FerretDB with the SQLite handler, nats-server on :4222).",
+    "testkit's local provisioning (a fresh FerretDB on PostgreSQL when it is reachable, else SQLite; nats-server on",
+    ':4222). Each section names the store backend it ran on.',
     'The machine has 2 cores and may be shared with other work: absolute figures move by up to 2x between runs;',
     'the ratios, measured interleaved within one run, are the steadier figures.',
     '',

@@ -1,7 +1,8 @@
 /**
  * Vitest globalSetup of the `int` and `e2e` projects: finds NATS (JetStream) and a
  * MongoDB-compatible server, in this order: NATS_URL / MONGODB_URL; Docker via testcontainers;
- * local (nats-server on :4222 or started here, FerretDB started here).
+ * local (nats-server on :4222 or started here, FerretDB started here: on PostgreSQL when reachable,
+ * else SQLite; see provision/local-ferretdb.ts). Logs which store backend the run uses.
  * Hands the URLs to workers via `provide` and to spawned processes via KEEL_TEST_* env vars.
  */
 import type { TestProject } from 'vitest/node';
@@ -59,7 +60,8 @@ async function provision(): Promise<Infra> {
 
   const [nats, mongo] = await Promise.allSettled([
     envNats ?? (docker ? natsContainer() : localNats()),
-    envMongo ?? (docker ? mongoContainer() : localFerretDb()),
+    // The int/e2e runs keep SQLite unless KEEL_TEST_FERRETDB_BACKEND=pg (see provision/local-ferretdb.ts).
+    envMongo ?? (docker ? mongoContainer() : localFerretDb({ unset: 'sqlite' })),
   ]);
   if (nats.status === 'rejected' || mongo.status === 'rejected') {
     await Promise.all([nats, mongo].map((r) => (r.status === 'fulfilled' ? r.value.stop() : undefined)));
@@ -70,7 +72,8 @@ async function provision(): Promise<Infra> {
     );
   }
   console.log(
-    `[testkit] NATS ${redact(nats.value.url)} (${nats.value.source}); MongoDB ${redact(mongo.value.url)} (${mongo.value.source})`,
+    `[testkit] NATS ${redact(nats.value.url)} (${nats.value.source}); MongoDB ${redact(mongo.value.url)} (${mongo.value.source}); ` +
+      `store backend: ${mongo.value.backend ?? 'as the server at that URL has it'}`,
   );
   return { nats: nats.value, mongo: mongo.value };
 }

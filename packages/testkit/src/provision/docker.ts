@@ -48,5 +48,10 @@ export async function mongoContainer(): Promise<Provisioned> {
     .start();
   const url = `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`;
   await waitUntilReady('MongoDB container', () => mongoAnswersPing(url), undefined);
-  return { url, source: 'Docker mongo:7', stop: async () => void (await container.stop()) };
+  return {
+    url,
+    source: 'Docker mongo:7',
+    backend: 'MongoDB 7',
+    stop: async () => void (await container.stop()),
+  };
 }

@@ -10,6 +10,8 @@ export interface Provisioned {
   url: string;
   /** One phrase for the log line, e.g. "env NATS_URL" or "nats-server started on :4333". */
   source: string;
+  /** What stores the data, where known, e.g. "FerretDB/PostgreSQL" or "FerretDB/SQLite". */
+  backend?: string;
   stop(): Promise<void>;
 }
 

@@ -1,0 +1,88 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { findExecutable } from './executables.js';
+import { tcpOpen } from './probes.js';
+
+/** Env var naming the PostgreSQL server FerretDB may use (an admin connection: it creates databases). */
+export const POSTGRES_URL_ENV = 'KEEL_TEST_POSTGRES_URL';
+const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Every database made here starts so, then the pid of the process that made it. */
+const PREFIX = 'keel_ferretdb_';
+
+/** A database made for one FerretDB, dropped by `drop`. */
+export interface FreshDatabase {
+  /** The same server as the admin URL, this database. */
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+const run = promisify(execFile);
+
+/** Env var: the most PostgreSQL connections one FerretDB may hold (default 30). */
+export const POSTGRES_POOL_ENV = 'KEEL_TEST_FERRETDB_PG_POOL';
+const poolSize = (): number => {
+  const value = Number(process.env[POSTGRES_POOL_ENV] ?? 30);
+  return Number.isInteger(value) && value > 0 ? value : 30;
+};
+
+/**
+ * A fresh, empty database on the PostgreSQL server of `KEEL_TEST_POSTGRES_URL` (else
+ * postgres@127.0.0.1:5432), made with psql; undefined when that server or psql is not there.
+ * Databases left by processes that died before dropping theirs are dropped first.
+ */
+export async function freshPostgresDatabase(): Promise<FreshDatabase | undefined> {
+  const adminUrl = process.env[POSTGRES_URL_ENV] || DEFAULT_POSTGRES_URL;
+  const admin = new URL(adminUrl);
+  const psql = await findExecutable('psql', ['/usr/bin/psql']);
+  if (!psql || !(await tcpOpen(admin.hostname || '127.0.0.1', Number(admin.port || 5432)))) return undefined;
+  const sql = async (statement: string): Promise<string> =>
+    (
+      await run(psql, ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', adminUrl, '-c', statement], {
+        timeout: 15_000,
+      })
+    ).stdout;
+  try {
+    await dropOrphans(sql);
+    const name = `${PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
+    await sql(`CREATE DATABASE "${name}"`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    // FerretDB opens up to ~100 connections otherwise: PostgreSQL's whole default limit, shared
+    // by every test run and benchmark on the machine. Its queries wait for a free one instead.
+    if (!url.searchParams.has('pool_max_conns')) url.searchParams.set('pool_max_conns', String(poolSize()));
+    return {
+      url: url.toString(),
+      name,
+      drop: async () => {
+        await sql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      },
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Drops this prefix's databases whose making process is gone (a test run killed before teardown). */
+async function dropOrphans(sql: (statement: string) => Promise<string>): Promise<void> {
+  const names = (await sql(`SELECT datname FROM pg_database WHERE datname LIKE '${PREFIX}%'`))
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    const pid = Number(/^keel_ferretdb_(\d+)_/.exec(name)?.[1]);
+    if (Number.isInteger(pid) && !processAlive(pid)) {
+      await sql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+    }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
