@@ -43,6 +43,8 @@ const MAX_ANY_RETRIES = 100;
 const MAX_POOL = 20;
 /** Point lookups a read makes along a stream's commit chain before it switches to a range query. */
 const CHAIN_LIMIT = 16;
+/** Position markers per update command on FerretDB (see MongoSequencer.limitMarksPerCommand). */
+const FERRETDB_MARKS_PER_COMMAND = 4;
 
 /** The document of a new commit of `prepared` from version `from`, not yet sequenced (`q: 1`). */
 const commitDocumentOf = (
@@ -128,8 +130,10 @@ export class MongoEventStore implements EventStoreAdapter {
     // FerretDB answers the query for unplaced commits with a scan, which under load takes seconds:
     // every 2 s at most. Each process places its own commits (its relay wakes the publishing one),
     // so the query only finds those of a process that died before placing them.
-    if (this.serverKind === 'ferretdb')
+    if (this.serverKind === 'ferretdb') {
       this.sequencer.setDiscoveryDefaults({ intervalMs: 2000, idleMs: 2000 });
+      this.sequencer.limitMarksPerCommand(FERRETDB_MARKS_PER_COMMAND);
+    }
     await ensureIndexes(this.commits, [{ key: { t: 1, c: 1 }, name: 'commit_id', unique: true }]);
     if (this.serverKind === 'ferretdb') return;
     await ensureIndexes(this.commits, [

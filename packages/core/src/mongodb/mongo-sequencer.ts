@@ -57,6 +57,7 @@ export class MongoSequencer {
   private discoveryIntervalMs: number;
   private idleDiscoveryMs: number;
   private readonly explicit: SequencerOptions;
+  private marksPerCommand = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly commits: Collection<CommitDocument>,
@@ -76,6 +77,15 @@ export class MongoSequencer {
   setDiscoveryDefaults(ms: { intervalMs: number; idleMs: number }): void {
     this.discoveryIntervalMs = this.explicit.discoveryIntervalMs ?? ms.intervalMs;
     this.idleDiscoveryMs = this.explicit.idleDiscoveryMs ?? ms.idleMs;
+  }
+
+  /**
+   * Caps the position markers one update command carries. FerretDB 1.24 on PostgreSQL holds a
+   * connection per update statement until the command ends, so a command with more statements
+   * than its pool has connections never finishes.
+   */
+  limitMarksPerCommand(n: number): void {
+    this.marksPerCommand = n;
   }
 
   /**
@@ -242,7 +252,9 @@ export class MongoSequencer {
     const ops: AnyBulkWriteOperation<CommitDocument>[] = page.commits.map((c) => ({
       updateOne: { filter: { _id: c.id }, update: { $set: { g: c.g, q: 0 } } },
     }));
-    if (ops.length > 0) await this.commits.bulkWrite(ops, { ordered: true });
+    for (let i = 0; i < ops.length; i += this.marksPerCommand) {
+      await this.commits.bulkWrite(ops.slice(i, i + this.marksPerCommand), { ordered: true });
+    }
     this.markedPage = page._id;
   }
 
