@@ -31,7 +31,7 @@ const SERVED: Record<Service, string[]> = {
     'keel.usage.v1.UsageService',
     'keel.operator.v1.OperatorService',
   ],
-  agent: [HEALTH, 'keel.agent.v1.AgentService', 'keel.run.v1.RunService'],
+  agent: [HEALTH, 'keel.agent.v1.AgentService', 'keel.run.v1.RunService', 'keel.models.v1.ModelsService'],
   tools: [HEALTH],
   audit: [HEALTH, 'keel.audit.v1.AuditService', 'keel.usage.v1.UsageService'],
   pricing: [HEALTH, 'keel.pricing.v1.PricingService'],

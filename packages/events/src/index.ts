@@ -4,3 +4,4 @@ export * from './tool-events.js';
 export * from './budget-events.js';
 export * from './upcasters.js';
 export * from './run-events.js';
+export * from './model-events.js';

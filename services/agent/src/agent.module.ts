@@ -3,6 +3,10 @@ import {
   protobufFileName as agentProtoFile,
 } from '@keel/proto/keel/agent/v1/agent';
 import { KEEL_RUN_V1_PACKAGE_NAME, protobufFileName as runProtoFile } from '@keel/proto/keel/run/v1/run';
+import {
+  KEEL_MODELS_V1_PACKAGE_NAME,
+  protobufFileName as modelsProtoFile,
+} from '@keel/proto/keel/models/v1/models';
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { Infrastructure, KeelLogger, ServiceMetrics } from '@keel/runtime';
 import {
@@ -31,6 +35,8 @@ import type { UsagePricing } from './pricing/usage-pricing.js';
 import { ConversationService } from './conversation/conversation.service.js';
 import { TenantConfigService } from './tenant-config/tenant-config.service.js';
 import { TurnWorker } from './turn/turn-worker.js';
+import { DefaultsService } from './models/defaults.service.js';
+import { ModelsController } from './models/models.grpc.js';
 import { RunController } from './team/team.grpc.js';
 import { RunManager } from './run/run-manager.js';
 import { RunService } from './run/run.service.js';
@@ -81,8 +87,13 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
  * to the gateway over gRPC (keel.agent.v1.AgentService), and runs turns with the TurnWorker.
  */
 @Module({
-  controllers: [AgentController, RunController],
+  controllers: [AgentController, RunController, ModelsController],
   providers: [
+    {
+      provide: DefaultsService,
+      inject: [KEEL_INFRA],
+      useFactory: (infra: Infrastructure) => new DefaultsService(infra.store),
+    },
     {
       provide: SecretBox,
       inject: [KEEL_LOGGER],
@@ -236,4 +247,5 @@ export class AgentModule implements OnApplicationBootstrap {
 export const AGENT_GRPC_SERVICES = [
   { package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: agentProtoFile },
   { package: KEEL_RUN_V1_PACKAGE_NAME, protoFile: runProtoFile },
+  { package: KEEL_MODELS_V1_PACKAGE_NAME, protoFile: modelsProtoFile },
 ];
