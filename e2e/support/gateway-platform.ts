@@ -154,6 +154,17 @@ export const startGatewayPlatform = async (name: string, options: GatewayPlatfor
     expect(provider.status).toBe(200);
   };
 
+  /** Kills the agent process with `signal` and starts a new one on the same port and environment. */
+  const restartAgent = async (signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL') => {
+    const agent = processes[0]!;
+    await agent.kill(signal);
+    processes[0] = await startAgent(
+      { ...env, ...options.agentEnv, ...pricingEnv('agent') },
+      agentPort,
+      fake.url,
+    );
+  };
+
   return {
     operatorKey,
     env,
@@ -173,6 +184,7 @@ export const startGatewayPlatform = async (name: string, options: GatewayPlatfor
     request,
     tenantWithKeys,
     configureSupportAgent,
+    restartAgent,
     stop,
   };
 };

@@ -38,8 +38,12 @@ import { TurnWorker } from './turn/turn-worker.js';
 import { DefaultsService } from './models/defaults.service.js';
 import { ModelsController } from './models/models.grpc.js';
 import { RunController } from './team/team.grpc.js';
+import { MCP_LISTER, McpController } from './mcp/mcp.grpc.js';
+import { createMcpLister } from './mcp/mcp-lister.js';
+import { KEEL_MCP_V1_PACKAGE_NAME, protobufFileName as mcpProtoFile } from '@keel/proto/keel/mcp/v1/mcp';
 import { RunManager } from './run/run-manager.js';
 import { RunService } from './run/run.service.js';
+import { InMemoryRunDeadlines, MongoRunDeadlines } from './run/run-deadlines.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
@@ -87,13 +91,15 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
  * to the gateway over gRPC (keel.agent.v1.AgentService), and runs turns with the TurnWorker.
  */
 @Module({
-  controllers: [AgentController, RunController, ModelsController],
+  controllers: [AgentController, RunController, ModelsController, McpController],
   providers: [
     {
       provide: DefaultsService,
       inject: [KEEL_INFRA],
       useFactory: (infra: Infrastructure) => new DefaultsService(infra.store),
     },
+    // MCP servers are tenant URLs: listed through the same egress policy as every tenant URL.
+    { provide: MCP_LISTER, useFactory: () => createMcpLister(egressPolicyFromEnv()) },
     {
       provide: SecretBox,
       inject: [KEEL_LOGGER],
@@ -166,6 +172,10 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         logger: KeelLogger,
       ) =>
         new RunManager({
+          deadlines:
+            infra.store instanceof MongoEventStore
+              ? new MongoRunDeadlines(infra.store.db)
+              : new InMemoryRunDeadlines(),
           store: infra.store,
           bus: infra.bus,
           runs,
@@ -247,5 +257,6 @@ export class AgentModule implements OnApplicationBootstrap {
 export const AGENT_GRPC_SERVICES = [
   { package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: agentProtoFile },
   { package: KEEL_RUN_V1_PACKAGE_NAME, protoFile: runProtoFile },
+  { package: KEEL_MCP_V1_PACKAGE_NAME, protoFile: mcpProtoFile },
   { package: KEEL_MODELS_V1_PACKAGE_NAME, protoFile: modelsProtoFile },
 ];

@@ -6,6 +6,8 @@ import type { KeelLogger } from '@keel/runtime';
 import type { CallContext } from '../call-context.js';
 import type { ConversationService } from '../conversation/conversation.service.js';
 import { acceptedRequestOf } from '../grpc/accepted-request.js';
+import type { RunDeadlines } from './run-deadlines.js';
+import { InMemoryRunDeadlines } from './run-deadlines.js';
 import type { RunAction } from './run-policy.js';
 import { nextActions, taskOutcomeOf } from './run-policy.js';
 import type { RunService } from './run.service.js';
@@ -29,6 +31,8 @@ export interface RunManagerDeps {
   runs: RunService;
   conversations: ConversationService;
   logger: KeelLogger;
+  /** Where running runs' deadlines are kept across restarts (default: in memory). */
+  deadlines?: RunDeadlines;
   clock?: () => string;
 }
 
@@ -43,13 +47,17 @@ export class RunManager {
   private consumers: Consumer[] = [];
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly clock: () => string;
+  private readonly deadlines: RunDeadlines;
 
   constructor(private readonly deps: RunManagerDeps) {
     this.clock = deps.clock ?? (() => new Date().toISOString());
+    this.deadlines = deps.deadlines ?? new InMemoryRunDeadlines();
   }
 
   async start(): Promise<void> {
     const { bus } = this.deps;
+    // Every run that had not ended when the last process stopped is woken at its deadline again.
+    for (const { tenantId, runId, dueAt } of await this.deadlines.all()) this.armAt(tenantId, runId, dueAt);
     this.consumers = [
       await bus.consume(
         {
@@ -116,12 +124,16 @@ export class RunManager {
     const ctx = await this.contextOf(tenantId, runId);
     if (hasEnded(state)) {
       this.disarm(runId);
+      await this.deadlines.remove(tenantId, runId);
       await Promise.all(
         state.tasks.filter((t) => t.status === 'cancelled').map((t) => this.cancelTurn(ctx, t)),
       );
       return;
     }
-    this.arm(tenantId, state);
+    if (!this.timers.has(runId)) {
+      await this.deadlines.record({ tenantId, runId, dueAt: state.deadlineAt });
+      this.armAt(tenantId, runId, state.deadlineAt);
+    }
     // A task recorded as started whose turn was never submitted (a kill in between) is submitted now.
     for (const task of state.tasks.filter((t) => t.status === 'running'))
       await this.submit(ctx, task.taskId, task.conversationId, task.input);
@@ -195,23 +207,20 @@ export class RunManager {
   }
 
   /** Wakes the run at its deadline, so a run with a stuck task still times out. */
-  private arm(tenantId: string, state: RunState): void {
-    if (this.timers.has(state.runId)) return;
-    const delay = Math.max(0, Date.parse(state.deadlineAt) - Date.parse(this.clock()));
+  private armAt(tenantId: string, runId: string, dueAt: string): void {
+    if (this.timers.has(runId)) return;
+    const delay = Math.max(0, Date.parse(dueAt) - Date.parse(this.clock()));
     const timer = setTimeout(
       () => {
-        this.timers.delete(state.runId);
-        this.advance(tenantId, state.runId).catch((error: unknown) =>
-          this.deps.logger.warn(
-            { tenantId, runId: state.runId, err: error },
-            'the run deadline check failed',
-          ),
+        this.timers.delete(runId);
+        this.advance(tenantId, runId).catch((error: unknown) =>
+          this.deps.logger.warn({ tenantId, runId, err: error }, 'the run deadline check failed'),
         );
       },
       Math.min(delay + 10, 2_147_000_000),
     );
     timer.unref();
-    this.timers.set(state.runId, timer);
+    this.timers.set(runId, timer);
   }
 
   private disarm(runId: string): void {
