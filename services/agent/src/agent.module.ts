@@ -43,7 +43,8 @@ import { createMcpLister } from './mcp/mcp-lister.js';
 import { KEEL_MCP_V1_PACKAGE_NAME, protobufFileName as mcpProtoFile } from '@keel/proto/keel/mcp/v1/mcp';
 import { RunManager } from './run/run-manager.js';
 import { RunService } from './run/run.service.js';
-import { InMemoryRunDeadlines, MongoRunDeadlines } from './run/run-deadlines.js';
+import { InMemoryRunDeadlines } from './run/run-deadlines.js';
+import { MongoRunDeadlines } from './run/mongo-run-deadlines.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
