@@ -95,6 +95,23 @@ describe('models and defaults, end to end', () => {
     expect(other.body).toEqual({});
   });
 
+  it('gives an agent without model, temperature or maxSteps the defaults; its own fields win', async () => {
+    const bare = await answerOf(await platform.request('PUT', '/v1/agents/bare', keys.admin, {}));
+    expect(bare.status).toBe(200);
+    expect(bare.body).toMatchObject({ model: 'openai:gpt-4o', maxSteps: 4, temperature: 0.3 });
+    const own = await answerOf(
+      await platform.request('PUT', '/v1/agents/own', keys.admin, {
+        model: 'openai:gpt-4o-mini',
+        maxSteps: 2,
+      }),
+    );
+    expect(own.body).toMatchObject({ model: 'openai:gpt-4o-mini', maxSteps: 2, temperature: 0.3 });
+    // Without a default model, an agent must name one.
+    const other = await answerOf(await platform.request('PUT', '/v1/agents/bare', otherAdmin, {}));
+    expect(other.status).toBe(400);
+    expect((other.body as { detail: string }).detail).toMatch(/^model /);
+  });
+
   it('refuses bad defaults naming the field, and writes nothing', async () => {
     const cases: Array<[unknown, RegExp]> = [
       [{ maxSteps: 0 }, /maxSteps/],

@@ -78,8 +78,18 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
   };
 };
 
-/** Checks `PUT /v1/agents/{agentId}`'s body (API.md) and maps it to the agent message. */
-export const parsePutAgent = (agentId: string, body: unknown): AgentMessage => {
+/** The tenant's defaults (`PUT /v1/defaults`): what an agent body without that field gets. */
+export interface AgentDefaults {
+  model?: string;
+  temperature?: number;
+  maxSteps?: number;
+}
+
+/**
+ * Checks `PUT /v1/agents/{agentId}`'s body (API.md) and maps it to the agent message; a field
+ * the body leaves out is the tenant's default, else the platform's.
+ */
+export const parsePutAgent = (agentId: string, body: unknown, defaults: AgentDefaults = {}): AgentMessage => {
   const object = objectWith(body, [
     'model',
     'instructions',
@@ -89,8 +99,10 @@ export const parsePutAgent = (agentId: string, body: unknown): AgentMessage => {
     'toolResultMaxChars',
     'phases',
   ]);
-  const model = optionalString(object.model, 'model', 200);
-  if (model === undefined || model.trim() === '') fail('model', 'model is required (provider:model)');
+  const model = optionalString(object.model, 'model', 200) ?? defaults.model;
+  if (model === undefined || model.trim() === '') {
+    fail('model', 'model is required (provider:model), or a default model (PUT /v1/defaults)');
+  }
   const phases = optionalJsonObject(object.phases, 'phases', MAX_SCHEMA_BYTES, 4);
   const chars = TOOL_RESULT_MAX_CHARS;
   return {
@@ -99,8 +111,10 @@ export const parsePutAgent = (agentId: string, body: unknown): AgentMessage => {
     instructions: optionalString(object.instructions, 'instructions') ?? '',
     tools: optionalStrings(object.tools, 'tools', MAX_AGENT_TOOLS, 64) ?? [],
     maxSteps:
-      optionalIntegerIn(object.maxSteps, 'maxSteps', MAX_STEPS.min, MAX_STEPS.max) ?? MAX_STEPS.default,
-    temperature: optionalNumberIn(object.temperature, 'temperature', 0, 2) ?? 0,
+      optionalIntegerIn(object.maxSteps, 'maxSteps', MAX_STEPS.min, MAX_STEPS.max) ??
+      defaults.maxSteps ??
+      MAX_STEPS.default,
+    temperature: optionalNumberIn(object.temperature, 'temperature', 0, 2) ?? defaults.temperature ?? 0,
     toolResultMaxChars:
       optionalIntegerIn(object.toolResultMaxChars, 'toolResultMaxChars', chars.min, chars.max) ??
       chars.default,

@@ -7,12 +7,16 @@ import { parsePutAgent, parsePutProvider, parsePutTool } from './config-requests
 import type { AgentView, ToolView } from './config-views.js';
 import { agentView, toolView } from './config-views.js';
 import { objectWith } from './request-fields.js';
+import { ModelsClient } from '../models/models.client.js';
 
 /** The tenant configuration routes of API.md (admin): providers, tools, agents, webhook secret. */
 @Controller('v1')
 @Roles('admin')
 export class ConfigController {
-  constructor(@Inject(AgentClient) private readonly agent: AgentClient) {}
+  constructor(
+    @Inject(AgentClient) private readonly agent: AgentClient,
+    @Inject(ModelsClient) private readonly models: ModelsClient,
+  ) {}
 
   /** `PUT /v1/providers/{provider}` `{ apiKey?, baseUrl? }` → `{ provider, configured: true }`; the key is never echoed. */
   @Put('providers/:provider')
@@ -60,8 +64,10 @@ export class ConfigController {
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<AgentView> {
-    const agent = parsePutAgent(agentId, body);
-    const response = await this.agent.call('putAgent', callContextOf(caller, requestId), {
+    const context = callContextOf(caller, requestId);
+    const { defaults } = await this.models.call('getDefaults', context);
+    const agent = parsePutAgent(agentId, body, defaults);
+    const response = await this.agent.call('putAgent', context, {
       agent,
     });
     return agentView(answered(response.agent, 'agent'));
