@@ -19,6 +19,8 @@ interface RunBody {
 }
 
 const AGENTS = ['alpha', 'beta', 'gamma'] as const;
+/** Agents configured: the members, and `lead`, the hierarchical team's manager. */
+const CONFIGURED = [...AGENTS, 'lead'] as const;
 
 describe('runs, end to end', () => {
   let platform: GatewayPlatform;
@@ -62,7 +64,7 @@ describe('runs, end to end', () => {
       apiKey: 'sk-tenant-e2e',
     });
     expect(provider.status).toBe(200);
-    for (const agentId of AGENTS) {
+    for (const agentId of CONFIGURED) {
       const agent = await call('PUT', `/v1/agents/${agentId}`, keys.admin, {
         model: 'openai:gpt-4o-mini',
         instructions: `agent:${agentId};`,
@@ -107,6 +109,77 @@ describe('runs, end to end', () => {
     // Each task is a turn of a conversation of its agent, readable as any conversation.
     const conversation = await call('GET', `/v1/conversations/${done.tasks[1]!.conversationId}`, keys.viewer);
     expect((conversation.body as { agentId: string }).agentId).toBe('beta');
+  });
+
+  it('debate with merge, round_robin and hierarchical: the documented order of tasks and what each saw', async () => {
+    platform.fake.reset();
+    for (const agentId of AGENTS) {
+      platform.fake.on(
+        systemPromptIncludes(`agent:${agentId};`),
+        `${agentId} 1`,
+        `${agentId} 2`,
+        `${agentId} 3`,
+      );
+    }
+    await putTeam('debate', { topology: 'debate', rounds: 2, aggregation: 'merge' });
+    const debate = await ended(await startRun('debate', 'D?'));
+    expect(debate.tasks.map((t) => `${t.agentId}@${t.round}`)).toEqual([
+      'alpha@1',
+      'beta@1',
+      'gamma@1',
+      'alpha@2',
+      'beta@2',
+      'gamma@2',
+    ]);
+    // Round 2: each sees the others' round-1 answers, newest first, not its own.
+    expect(sentTo('beta')).toEqual([
+      'D?',
+      'D?\n\nEarlier outputs, newest first:\n\n[GAMMA, round 1]\ngamma 1\n\n[ALPHA, round 1]\nalpha 1',
+    ]);
+    expect(debate.output).toBe('## ALPHA\n\nalpha 2\n\n## BETA\n\nbeta 2\n\n## GAMMA\n\ngamma 2');
+
+    platform.fake.reset();
+    for (const agentId of AGENTS)
+      platform.fake.on(systemPromptIncludes(`agent:${agentId};`), `${agentId} a`, `${agentId} b`);
+    await putTeam('ring', { topology: 'round_robin', rounds: 2 });
+    const ring = await ended(await startRun('ring', 'R?'));
+    expect(ring.tasks.map((t) => `${t.agentId}@${t.round}`)).toEqual([
+      'alpha@1',
+      'beta@1',
+      'gamma@1',
+      'alpha@2',
+      'beta@2',
+      'gamma@2',
+    ]);
+    expect(sentTo('alpha')[1]).toBe(
+      'R?\n\nEarlier outputs, newest first:\n\n[GAMMA, round 1]\ngamma a\n\n[BETA, round 1]\nbeta a\n\n[ALPHA, round 1]\nalpha a',
+    );
+    expect(ring.output).toBe('gamma b');
+
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:lead;'), 'brief: count owls', 'owls: 3');
+    for (const agentId of AGENTS)
+      platform.fake.on(systemPromptIncludes(`agent:${agentId};`), `${agentId} counted`);
+    const members = AGENTS.map((agentId, i) => ({ agentId, role: agentId.toUpperCase(), position: i + 1 }));
+    const boss = await call('PUT', '/v1/teams/boss', keys.admin, {
+      topology: 'hierarchical',
+      manager: 'lead',
+      members,
+    });
+    expect(boss.status).toBe(200);
+    const led = await ended(await startRun('boss', 'Count owls.'));
+    expect(led.tasks.map((t) => `${t.agentId}@${t.round}`)).toEqual([
+      'lead@1',
+      'alpha@1',
+      'beta@1',
+      'gamma@1',
+      'lead@2',
+    ]);
+    expect(sentTo('lead')[0]).toContain('- ALPHA (alpha)\n- BETA (beta)\n- GAMMA (gamma)');
+    expect(sentTo('beta')).toEqual([
+      'Count owls.\n\nEarlier outputs, newest first:\n\n[Manager, round 1]\nbrief: count owls',
+    ]);
+    expect(led.output).toBe('owls: 3');
   });
 
   it('parallel with vote: the answer most members gave; a tie goes to the lowest position', async () => {
