@@ -87,6 +87,8 @@ export interface McpServerDefinition {
   url: string;
   /** The request headers as one sealed JSON object (context `<tenantId>/mcp/<name>`); never returned. */
   headers?: SealedSecret;
+  /** The names of the sealed headers (shown; their values never are). */
+  headerNames?: string[];
   /** The allow-list: only these of the server's tools are offered (absent: all it lists). */
   allow?: string[];
   /** The listed tools, the allow-list applied. */

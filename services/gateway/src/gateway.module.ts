@@ -41,6 +41,8 @@ import { UsageReader } from './usage/usage-reader.js';
 import { UsageGrpcController } from './usage/usage.grpc.js';
 import { RunClient } from './runs/run.client.js';
 import { TeamsController } from './runs/teams.controller.js';
+import { McpClient } from './mcp/mcp.client.js';
+import { McpServersController } from './mcp/mcp.controller.js';
 import { ModelsClient } from './models/models.client.js';
 import { ModelsController } from './models/models.controller.js';
 import { RunsController } from './runs/runs.controller.js';
@@ -62,6 +64,7 @@ import { RunsController } from './runs/runs.controller.js';
     UsageController,
     AuditController,
     TeamsController,
+    McpServersController,
     ModelsController,
     RunsController,
     // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
@@ -101,6 +104,8 @@ import { RunsController } from './runs/runs.controller.js';
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
     // keel.run.v1.RunService: teams and runs, served by the agent.
     { provide: RunClient, useFactory: () => new RunClient(agentAddressFromEnv()) },
+    // keel.mcp.v1.McpService: the tenant's MCP servers, served by the agent.
+    { provide: McpClient, useFactory: () => new McpClient(agentAddressFromEnv()) },
     // keel.models.v1.ModelsService: model access and defaults, served by the agent.
     { provide: ModelsClient, useFactory: () => new ModelsClient(agentAddressFromEnv()) },
     { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },

@@ -122,6 +122,11 @@ export const startMcpTestServer = async (options: { port?: number } = {}): Promi
   const sessions = new Map<string, StreamableHTTPServerTransport>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method === 'GET' && req.url === '/calls') {
+      // What another process (an e2e test) reads of a server running on its own.
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ calls, headers }));
+      return;
+    }
     headers.push({ ...req.headers });
     if (!req.url?.startsWith('/mcp')) {
       res.writeHead(404).end('not an MCP endpoint');
