@@ -3,7 +3,7 @@
 // tasks and what each member saw (the context newest first, cut), the aggregations, a cancel
 // mid-task and a timeout (API.md "Teams and runs").
 import type { FakeChatRequest } from '@keel/testkit';
-import { eventually, fakeReply, messageText, systemPromptIncludes } from '@keel/testkit';
+import { eventually, fakeReply, messageText, openSse, systemPromptIncludes } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
@@ -226,6 +226,40 @@ describe('runs, end to end', () => {
     const done = await ended(await startRun('slow', 'Slowly.'));
     expect(done.status).toBe('failed');
     expect(done.error?.code).toBe('timeout');
+  });
+
+  it("the run's stream: its events from the log, then live, resumable with Last-Event-ID", async () => {
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), 'a');
+    platform.fake.on(systemPromptIncludes('agent:beta;'), 'b');
+    platform.fake.on(systemPromptIncludes('agent:gamma;'), 'c');
+    const id = await startRun('line', 'Stream it.');
+    const feed = (headers: Record<string, string> = {}) =>
+      openSse(`${platform.base}/v1/runs/${id}/events`, {
+        headers: { authorization: `Bearer ${keys.viewer}`, accept: 'text/event-stream', ...headers },
+      });
+    const stream = await feed();
+    const frames = await stream.until((f) => f.event === 'run.completed', 30_000);
+    stream.close();
+    expect(frames.map((f) => f.event)).toEqual([
+      'run.started',
+      'task.started',
+      'task.completed',
+      'task.started',
+      'task.completed',
+      'task.started',
+      'task.completed',
+      'run.completed',
+    ]);
+    expect(frames.at(-1)!.data).toEqual({ output: 'c' });
+    expect(frames.map((f) => Number(f.id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    const resumed = await feed({ 'last-event-id': '5' });
+    const rest = await resumed.until((f) => f.event === 'run.completed', 10_000);
+    resumed.close();
+    expect(rest.map((f) => f.id)).toEqual(['6', '7', '8']);
+    const other = await platform.tenantWithKeys('runs-feed-other', ['viewer']);
+    const hidden = await platform.request('GET', `/v1/runs/${id}/events`, other.keys.viewer);
+    expect(hidden.status).toBe(404);
   });
 
   it('lists runs by team and status; reads are scoped to the tenant', async () => {

@@ -46,6 +46,7 @@ import { McpServersController } from './mcp/mcp.controller.js';
 import { ModelsClient } from './models/models.client.js';
 import { ModelsController } from './models/models.controller.js';
 import { RunsController } from './runs/runs.controller.js';
+import { RunFeedController } from './runs/run-feed.controller.js';
 
 /** The gateway: the HTTP probes and the public API (API.md); every route authenticated but the probes. */
 @Module({
@@ -66,6 +67,7 @@ import { RunsController } from './runs/runs.controller.js';
     TeamsController,
     McpServersController,
     ModelsController,
+    RunFeedController,
     RunsController,
     // gRPC (GATEWAY_GRPC_SERVICES): the same API for services inside the platform.
     ConversationsGrpcController,

@@ -1,6 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
 import { ValidationError } from '@keel/core';
 import type { ConversationEvent } from '@keel/events';
+import { runFrame } from '../runs/run-frames.js';
 
 /** One SSE frame of a feed, the events feed or a turn feed (API.md "The turn stream (SSE)"). */
 export interface FeedFrame {
@@ -67,7 +68,8 @@ const DURABLE: DurableMapping = {
  * does not name (ConversationCreated, UserMessageAdded, TurnQueued, PhaseChanged, unknown types).
  */
 export const durableFrame = (event: RecordedEvent): FeedFrame | undefined => {
-  if (!Object.hasOwn(DURABLE, event.type)) return undefined;
+  // A run's stream (GET /v1/runs/{id}/events) is read by the same feed.
+  if (!Object.hasOwn(DURABLE, event.type)) return runFrame(event);
   const map = DURABLE[event.type as ConversationEvent['type']] as
     ((data: unknown) => [string, unknown]) | null;
   if (!map) return undefined;
