@@ -118,6 +118,8 @@ export async function startBenchPlatform(
     KEEL_OPERATOR_KEY: operatorKey,
     OPENAI_API_KEY: 'sk-bench',
     OPENAI_BASE_URL: fakeUrl,
+    // The fake provider listens on loopback: opened on purpose, as an operator would for a local model.
+    KEEL_EGRESS_ALLOW: '127.0.0.0/8,::1/128',
     LOG_LEVEL: 'info',
     // The limiter stays on (counting in NATS KV) but never refuses: its cost is part of the figures.
     KEEL_RATE_LIMIT_RPM: '10000000',
@@ -182,7 +184,7 @@ async function configureTenant(base: string, operatorKey: string, fakeUrl: strin
   const tenant = await post('/v1/tenants', operatorKey, { name: 'Bench' });
   const admin = await post(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'admin' });
   const editor = await post(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'editor' });
-  await post('/v1/providers/openai', admin.key!, { baseUrl: fakeUrl }, 'PUT');
+  await post('/v1/providers/openai', admin.key!, { baseUrl: fakeUrl, apiKey: 'sk-bench' }, 'PUT');
   await post('/v1/agents/bench', admin.key!, { model: 'openai:gpt-4o-mini', maxSteps: 2 }, 'PUT');
   return editor.key!;
 }

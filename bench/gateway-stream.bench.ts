@@ -43,6 +43,12 @@ const LOAD_TOKENS = 60;
 const LOAD_TOKEN_MS = 400;
 const LOAD_TEXT = textOf(LOAD_TOKENS);
 const LOAD_TIMEOUT_MS = 120_000;
+/**
+ * Where the load runs: `services` (default) = gateway, agent and tools as separate processes on
+ * the run's store, so the RSS is the gateway's own; `dev` = `npm start`'s one process with the store
+ * in memory (what this row measured while FerretDB ran on SQLite, which stalls at that load).
+ */
+const LOAD_ON = process.env.BENCH_GATEWAY_LOAD === 'dev' ? 'dev' : 'services';
 const RESULTS = fileURLToPath(new URL('./results/gateway-stream.md', import.meta.url));
 
 interface StreamTiming {
@@ -317,10 +323,12 @@ async function run(infra: BenchInfra): Promise<BenchReport> {
     const overhead = await withPlatform(startBenchPlatform(infra, fake.url, 32), infra, (platform, tap) =>
       measureOverhead(platform, fake, tap),
     );
-    const load = await withPlatform(startDevPlatform(infra, fake.url, STREAMS), infra, (platform, tap) =>
-      measureLoad(platform, fake, tap),
-    );
-    const report = reportOf(overhead, load);
+    const loadPlatform =
+      LOAD_ON === 'dev'
+        ? startDevPlatform(infra, fake.url, STREAMS)
+        : startBenchPlatform(infra, fake.url, STREAMS);
+    const load = await withPlatform(loadPlatform, infra, (platform, tap) => measureLoad(platform, fake, tap));
+    const report = reportOf(overhead, load, infra);
     await writeFile(RESULTS, markdownOf(report, overhead, load, infra));
     return report;
   } finally {
@@ -347,7 +355,7 @@ async function withPlatform<T>(
   }
 }
 
-function reportOf(overhead: OverheadFigures, load: LoadFigures): BenchReport {
+function reportOf(overhead: OverheadFigures, load: LoadFigures, infra: BenchInfra): BenchReport {
   const ttftDirect = summarize(overhead.direct.map((t) => t.ttft));
   const ttftGateway = summarize(overhead.gateway.map((t) => t.ttft));
   const gapDirect = summarize(overhead.direct.flatMap((t) => t.gaps));
@@ -384,7 +392,11 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures): BenchReport {
       ratio: gapGateway.p50 / gapDirect.p50,
     },
     row('token: delta on NATS → SSE frame at the client', 'keel', overhead.relay),
-    row('same, store in memory (npm start), one stream', 'keel', load.relayAlone),
+    row(
+      LOAD_ON === 'dev' ? 'same, store in memory (npm start), one stream' : 'same, load platform, one stream',
+      'keel',
+      load.relayAlone,
+    ),
     row(
       `${STREAMS} streams: time to first token`,
       'keel',
@@ -402,13 +414,15 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures): BenchReport {
     title: 'Gateway streaming: overhead vs reading the provider directly, and 500 concurrent streams',
     description: [
       `Gateway, agent and tools as separate processes; the fake OpenAI server streams ${TOKENS} tokens of ${TOKEN_CHARS} characters, ${TOKEN_MS} ms apart; raw = the same fake read directly in this process, interleaved, ${ROUNDS} turns each after ${WARMUP} warm-up rounds.`,
-      `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart; \`npm start\`'s one process (gateway, agent, tools, audit, pricing) with the store in memory and the bus on NATS, the agent allowing ${STREAMS} model steps at once: with FerretDB the agent cannot start 500 turns within its 10 s call deadline on this machine, so the store is taken out of the picture; the RSS is the whole process's, an upper bound of the gateway's).`,
+      LOAD_ON === 'dev'
+        ? `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart; \`npm start\`'s one process (gateway, agent, tools, audit, pricing) with the store in memory and the bus on NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the whole process's, an upper bound of the gateway's).`
+        : `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart), gateway, agent and tools as separate processes on the run's store (${infra.mongoBackend}) and NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the gateway process's own.`,
     ],
     rows,
     notes: [
       `Added time to first token (p50): ${f(ttftGateway.p50 - ttftDirect.p50)} ms (goal < 5 ms): POST → the fake receives the agent's model request p50 ${f(summarize(overhead.turnStart).p50)} ms (the turn's commands, events and the agent's pick-up), then → first delta at the client p50 ${f(summarize(overhead.providerToClient).p50)} ms vs the direct first token p50 ${f(ttftDirect.p50)} ms.`,
       `Added per token (p50 of the gaps): ${f(gapGateway.p50 - gapDirect.p50)} ms (goal < 1 ms); p99 ${f(gapGateway.p99)} vs ${f(gapDirect.p99)} ms. Tokens seen per turn: gateway ${overhead.gateway[0]?.tokens ?? 0}, direct ${overhead.direct[0]?.tokens ?? 0}.`,
-      `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone on FerretDB, p50 ${f(summarize(load.relayAlone).p50)} / p99 ${f(summarize(load.relayAlone).p99)} ms alone with the store in memory (a delta that names a log version the feed has already sent is written without a store read; the feed reads the log first only when a delta is ahead of it, and every poll interval), p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
+      `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone on FerretDB, p50 ${f(summarize(load.relayAlone).p50)} / p99 ${f(summarize(load.relayAlone).p99)} ms alone on the load platform (${LOAD_ON === 'dev' ? 'store in memory' : 'the same processes and store'}) (a delta that names a log version the feed has already sent is written without a store read; the feed reads the log first only when a delta is ahead of it, and every poll interval), p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
       `${STREAMS} streams: ${completed}/${STREAMS} completed (${((100 * completed) / STREAMS).toFixed(1)} %) in ${(load.wallMs / 1000).toFixed(1)} s; time to first token p50 ${f(loadTtft.p50)} / p99 ${f(loadTtft.p99)} ms; token gaps p50 ${f(loadGaps.p50)} / p99 ${f(loadGaps.p99)} ms (the fake pauses ${LOAD_TOKEN_MS} ms).`,
       ...failuresOf(load.timings),
       `Gateway RSS: ${mb(load.rssBefore)} MB before, ${mb(load.rssAtMaxOpen)} MB with ${load.maxOpen} streams open (peak ${mb(load.rssPeak)} MB), ${mb(load.rssAfter)} MB 2 s after: ≈ ${(perStream / 1024).toFixed(0)} KB per open stream.`,

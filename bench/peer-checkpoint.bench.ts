@@ -225,13 +225,6 @@ interface Measured {
 async function measureLength(infra: BenchInfra, steps: number): Promise<Measured> {
   const keelClient = new MongoClient(infra.mongoUrl, { monitorCommands: true, maxPoolSize: 8 });
   const peerClient = new peerMongo.MongoClient(infra.mongoUrl, { monitorCommands: true, maxPoolSize: 8 });
-  if (process.env.BENCH_PEER_TRACE) {
-    for (const c of [keelClient, peerClient] as MongoClient[]) {
-      c.on('commandStarted', (e) =>
-        console.error('>', e.commandName, JSON.stringify(e.command).slice(0, 120)),
-      );
-    }
-  }
   const keelMeter = new WriteMeter(keelClient, (d) => BSON.calculateObjectSize(d as BSON.Document));
   const peerMeter = new WriteMeter(peerClient, (d) => peerMongo.BSON.calculateObjectSize(d as never));
   const dbs = {
@@ -336,6 +329,9 @@ function notesOf(measured: Measured[], infra: BenchInfra): string[] {
       `${line(LG, (t) => t.metered.documents, String)}; delta ${line(LG_DELTA, (t) => t.metered.documents, String)}.`,
     `Read commands per turn: Keel ${line(KEEL, (t) => t.metered.reads, String)}; LangGraph default ` +
       `${line(LG, (t) => t.metered.reads, String)}; delta ${line(LG_DELTA, (t) => t.metered.reads, String)}.`,
+    `Keel's bytes by collection: commits ${line(KEEL, (t) => t.metered.bytesByCollection.commits ?? 0, kb)}; ` +
+      `snapshots (the conversation's whole state, rewritten every 20 events) ` +
+      `${line(KEEL, (t) => t.metered.bytesByCollection.snapshots ?? 0, kb)}.`,
     `Not in Keel's figures above: placing the turn's commits in the global log, which the outbox relay does after ` +
       `the turn, off its path: ${line(KEEL, (t) => t.sequencing?.bytes ?? 0, kb)} in ` +
       `${line(KEEL, (t) => t.sequencing?.writes ?? 0, String)} writes per turn.`,

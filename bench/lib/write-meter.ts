@@ -8,12 +8,16 @@ export interface Metered {
   bytes: number;
   /** find, getMore, aggregate, count and distinct commands. */
   reads: number;
+  /** `bytes` by the collection written. */
+  bytesByCollection: Record<string, number>;
 }
 
 /** The part of a MongoDB client (any driver major version) the meter listens to. */
 interface CommandEvents {
   on(event: 'commandStarted', listener: (event: { commandName: string; command: unknown }) => void): unknown;
 }
+
+const empty = (): Metered => ({ writes: 0, documents: 0, bytes: 0, reads: 0, bytesByCollection: {} });
 
 const READS = new Set(['find', 'getMore', 'aggregate', 'count', 'distinct']);
 
@@ -24,7 +28,7 @@ const READS = new Set(['find', 'getMore', 'aggregate', 'count', 'distinct']);
  * driver (documents may hold its BSON types).
  */
 export class WriteMeter {
-  private current: Metered = { writes: 0, documents: 0, bytes: 0, reads: 0 };
+  private current = empty();
 
   constructor(client: CommandEvents, sizeOf: (document: object) => number) {
     client.on('commandStarted', ({ commandName, command }) => {
@@ -37,15 +41,20 @@ export class WriteMeter {
       if (!carried) return;
       this.current.writes++;
       this.current.documents += carried.count;
-      for (const doc of carried.payloads)
-        this.current.bytes += Array.isArray(doc) ? sizeOf({ p: doc }) : sizeOf(doc);
+      const collection = String(c[commandName]);
+      for (const doc of carried.payloads) {
+        const bytes = Array.isArray(doc) ? sizeOf({ p: doc }) : sizeOf(doc);
+        this.current.bytes += bytes;
+        this.current.bytesByCollection[collection] =
+          (this.current.bytesByCollection[collection] ?? 0) + bytes;
+      }
     });
   }
 
   /** What was sent since the last take, and starts counting anew. */
   take(): Metered {
     const taken = this.current;
-    this.current = { writes: 0, documents: 0, bytes: 0, reads: 0 };
+    this.current = empty();
     return taken;
   }
 }
