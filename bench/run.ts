@@ -7,6 +7,7 @@ import { appendBench } from './append.bench.js';
 import { auditConsumerBench } from './audit-consumer.bench.js';
 import { egressWebhookBench } from './egress-webhook.bench.js';
 import { gatewayStreamBench } from './gateway-stream.bench.js';
+import { mcpRoundtripBench } from './mcp-roundtrip.bench.js';
 import { outboxBench } from './outbox.bench.js';
 import { peerCheckpointBench } from './peer-checkpoint.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
@@ -25,6 +26,7 @@ const BENCHES: Bench[] = [
   outboxBench,
   toolRoundtripBench,
   egressWebhookBench,
+  mcpRoundtripBench,
   stepPersistenceBench,
   peerCheckpointBench,
   gatewayStreamBench,
