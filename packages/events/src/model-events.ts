@@ -16,3 +16,31 @@ export type DefaultsConfigured = EventData<'DefaultsConfigured', { defaults: Ten
 
 /** Every event of a tenant defaults stream. */
 export type TenantDefaultsEvent = DefaultsConfigured;
+
+/** Provider options of an agent (API.md), mapped to each provider's own request fields. */
+export interface ProviderOptions {
+  maxOutputTokens?: number;
+  reasoningEffort?: 'low' | 'medium' | 'high';
+  thinkingBudgetTokens?: number;
+  topP?: number;
+}
+
+/** An agent's context policy: what of older tool results goes into the prompt. */
+export interface ContextPolicy {
+  /** The prompt's budget in tokens (estimated); older results are stubbed until it fits. */
+  maxContextTokens?: number;
+  /** Tool results after the last `n` are stubbed in the prompt. */
+  keepToolResults?: number;
+  /** An older result longer than this is stubbed (default 4000). */
+  heavyResultChars?: number;
+}
+
+/** An agent's model options (API.md "Models, defaults and agent options"); every field optional. */
+export interface AgentOptions {
+  providerOptions?: ProviderOptions;
+  /** `provider:model` ids tried in order when the model's provider answers 429, 5xx or times out. */
+  fallbackModels?: string[];
+  /** Explicit cache breakpoints after the stable prefix, where the provider has them. */
+  promptCache?: boolean;
+  context?: ContextPolicy;
+}

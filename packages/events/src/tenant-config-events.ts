@@ -1,5 +1,6 @@
 import type { EventData } from '@keel/core';
 import type { AgentPhases } from './conversation-events.js';
+import type { AgentOptions } from './model-events.js';
 
 /** Category of the tenant configuration streams: `tenantconfig-<tenantId>`. */
 export const TENANT_CONFIG_CATEGORY = 'tenantconfig';
@@ -40,6 +41,8 @@ export interface AgentDefinition {
   /** Characters of a tool result the model is sent; the full result stays in the log. */
   toolResultMaxChars: number;
   phases?: AgentPhases;
+  /** Model options: provider options, fallbacks, prompt cache, context policy (model-events.ts). */
+  options?: AgentOptions;
 }
 
 /** Model providers a tenant can configure. */

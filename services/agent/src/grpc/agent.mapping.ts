@@ -18,6 +18,7 @@ import {
 import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.commands.js';
 import type { ConversationView, ListedConversation } from '../conversation/conversation.service.js';
 import type { BuiltinToolInfo } from '../turn/tool-catalog.js';
+import { agentOptionsOf } from '../models/agent-options.js';
 
 /** Deepest JSON a tool schema or an agent's phases may nest (the gateway checks the same). */
 export const MAX_JSON_DEPTH = 32;
@@ -232,6 +233,7 @@ export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
     temperature: agent.temperature,
     toolResultMaxChars: agent.toolResultMaxChars || DEFAULT_TOOL_RESULT_MAX_CHARS,
     ...(phases ? { phases } : {}),
+    ...agentOptionsOf(agent.model, agent.optionsJson),
   };
 };
 
@@ -245,4 +247,5 @@ export const agentMessage = (agent: AgentDefinition): AgentMessage => ({
   temperature: agent.temperature,
   toolResultMaxChars: agent.toolResultMaxChars,
   phasesJson: agent.phases ? JSON.stringify(agent.phases) : '',
+  optionsJson: agent.options ? JSON.stringify(agent.options) : '',
 });

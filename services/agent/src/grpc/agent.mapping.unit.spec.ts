@@ -131,6 +131,7 @@ describe('configuration requests', () => {
       temperature: 0.5,
       toolResultMaxChars: 0,
       phasesJson: '{"initial":"triage","transitions":[{"tool":"lookup","to":"answer"}]}',
+      optionsJson: '',
     };
     expect(agentDefinitionOf(agent)).toEqual({
       agentId: 'a1',

@@ -6,6 +6,8 @@ import { ChatOllama } from '@langchain/ollama';
 import { ChatOpenAI } from '@langchain/openai';
 import { DEMO_MODEL_NAME, DemoChatModel } from './demo-chat-model.js';
 import type { ProviderCredentials } from './model-step.js';
+import type { ProviderOptions } from '@keel/events';
+import { chatFieldsOf } from './provider-options.js';
 
 /** The providers a `provider:model` id may name. */
 export const PROVIDERS = ['openai', 'anthropic', 'google', 'ollama', 'demo'] as const;
@@ -44,6 +46,8 @@ export interface ChatModelSettings {
    * through; without it a tenant `baseUrl` is refused.
    */
   egressFetch?: typeof fetch;
+  /** The agent's provider options; what the provider cannot take is left out. */
+  providerOptions?: ProviderOptions;
 }
 
 /** Where one provider call goes, with which key, and through which fetch. */
@@ -102,11 +106,12 @@ const tenantFetch = (provider: Provider, settings: ChatModelSettings): typeof fe
 type BuiltChatModel = { chat: BaseChatModel; apiKey: string | undefined };
 
 /** What every provider's client is built with: streaming, usage reported, the agent's temperature and retries. */
-const streamingWithUsage = ({ temperature, maxRetries }: ChatModelSettings) => ({
+const streamingWithUsage = (provider: Provider, settings: ChatModelSettings) => ({
   streaming: true,
   streamUsage: true,
-  temperature,
-  maxRetries,
+  temperature: settings.temperature,
+  maxRetries: settings.maxRetries,
+  ...chatFieldsOf(provider, settings.providerOptions),
 });
 
 const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
@@ -119,7 +124,7 @@ const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel
     model,
     apiKey,
     configuration: { ...(baseURL ? { baseURL } : {}), ...(fetch ? { fetch } : {}) },
-    ...streamingWithUsage(settings),
+    ...streamingWithUsage('openai', settings),
   });
   return { chat, apiKey };
 };
@@ -136,7 +141,7 @@ const anthropicModel = (model: string, settings: ChatModelSettings): BuiltChatMo
     apiKey,
     ...(baseUrl ? { anthropicApiUrl: baseUrl } : {}),
     ...(fetch ? { clientOptions: { fetch } } : {}),
-    ...streamingWithUsage(settings),
+    ...streamingWithUsage('anthropic', settings),
   });
   return { chat, apiKey };
 };
@@ -154,7 +159,7 @@ const googleModel = (model: string, settings: ChatModelSettings): BuiltChatModel
     model,
     apiKey,
     ...(baseUrl ? { baseUrl } : {}),
-    ...streamingWithUsage(settings),
+    ...streamingWithUsage('google', settings),
   });
   return { chat, apiKey };
 };
@@ -174,6 +179,7 @@ const ollamaModel = (model: string, settings: ChatModelSettings): BuiltChatModel
     streaming: true,
     temperature: settings.temperature,
     maxRetries: settings.maxRetries,
+    ...chatFieldsOf('ollama', settings.providerOptions),
   });
   return { chat, apiKey: credentials.apiKey };
 };

@@ -6,6 +6,7 @@ import type { EgressPolicy } from '@keel/runtime';
 import { createEgressFetch, egressDeniedIn, egressPolicyFromEnv } from '@keel/runtime';
 import { buildChatModel, parseModelId } from './chat-models.js';
 import { textOf, toFunctionTools, toLangChainMessages } from './langchain-messages.js';
+import { withFallbacks } from './fallback-model-step.js';
 import { abortError, raceAbort, toModelError } from './model-errors.js';
 import type { ModelStep, ModelStepInput, ModelStepOutput } from './model-step.js';
 
@@ -33,17 +34,18 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
   const env = options.env ?? process.env;
   // One guarded fetch (one connection pool) for every call to a tenant's endpoint.
   const egressFetch = createEgressFetch({ policy: options.egress ?? egressPolicyFromEnv(env) });
-  return async (input) => {
+  return withFallbacks(async (input) => {
     const { signal } = input;
     if (signal.aborted) throw abortError(signal);
     const { provider, model } = parseModelId(input.model);
     const { chat, apiKey } = buildChatModel(provider, model, {
       credentials: input.credentials,
       temperature: input.temperature,
-      maxRetries,
+      maxRetries: input.retry === false ? 0 : maxRetries,
       env,
       demoWordDelayMs,
       egressFetch,
+      ...(input.providerOptions ? { providerOptions: input.providerOptions } : {}),
     });
     let runnable: Runnable<BaseLanguageModelInput, AIMessageChunk> = chat;
     if (input.tools.length > 0) {
@@ -61,7 +63,7 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
       // A refused tenant endpoint: the guard's own error, whatever the SDK wrapped it in.
       throw egressDeniedIn(error) ?? toModelError(error, provider, [apiKey]);
     }
-  };
+  });
 };
 
 /** Reads the stream to its end, forwarding text deltas, and sums it up as the port's output. */

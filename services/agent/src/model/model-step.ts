@@ -1,3 +1,4 @@
+import type { ProviderOptions } from '@keel/events';
 import type { PromptMessage, PromptTool } from '../prompt/prompt.js';
 
 /** Credentials and endpoint for one provider, opened (in memory only) for a model call. */
@@ -14,6 +15,12 @@ export interface ModelStepInput {
   messages: PromptMessage[];
   tools: PromptTool[];
   temperature: number;
+  /** The agent's provider options, mapped to the provider's own fields (provider-options.ts). */
+  providerOptions?: ProviderOptions;
+  /** Models tried in order, each with its provider's credentials, when the call answers 429, 5xx or times out. */
+  fallbacks?: Array<{ model: string; credentials: ProviderCredentials }>;
+  /** False: no retry of a failed request inside the call (a fallback model follows); default true. */
+  retry?: boolean;
   /** Aborts the provider request (the HTTP connection closes). */
   signal: AbortSignal;
   /** Called with each text delta as it streams. */

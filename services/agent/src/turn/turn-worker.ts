@@ -16,6 +16,7 @@ import type { ConversationCommand, ToolCallVerdict } from '../conversation/conve
 import { ConversationConflictError } from '../conversation/conversation.decider.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
 import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/model-step.js';
+import { modelOptionsOf } from '../model/fallback-model-step.js';
 import type { PricedUsage, UsagePricing } from '../pricing/usage-pricing.js';
 import { promptMessages } from '../prompt/prompt.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
@@ -217,6 +218,7 @@ export class TurnWorker {
         messages: promptMessages(agent, tools, state),
         tools,
         temperature: agent.temperature,
+        ...modelOptionsOf(agent, (fallback) => this.credentials(tenant, tenantId, fallback)),
         signal: controller.signal,
         onDelta: (text) => {
           this.timings.token(turn.turnId, model);

@@ -11,6 +11,7 @@ import {
   optionalStrings,
   optionalWord,
 } from './request-fields.js';
+import { AGENT_OPTION_FIELDS, agentOptionsJson } from '../models/agent-options.js';
 
 /** A tool's `timeoutMs` when the body leaves it out (API.md's example), and its range. */
 export const TOOL_TIMEOUT_MS = { default: 10_000, min: 100, max: 120_000 } as const;
@@ -98,6 +99,7 @@ export const parsePutAgent = (agentId: string, body: unknown, defaults: AgentDef
     'temperature',
     'toolResultMaxChars',
     'phases',
+    ...AGENT_OPTION_FIELDS,
   ]);
   const model = optionalString(object.model, 'model', 200) ?? defaults.model;
   if (model === undefined || model.trim() === '') {
@@ -119,5 +121,6 @@ export const parsePutAgent = (agentId: string, body: unknown, defaults: AgentDef
       optionalIntegerIn(object.toolResultMaxChars, 'toolResultMaxChars', chars.min, chars.max) ??
       chars.default,
     phasesJson: phases === undefined ? '' : JSON.stringify(phases),
+    optionsJson: agentOptionsJson(object),
   };
 };

@@ -25,6 +25,10 @@ export interface AgentView {
   temperature: number;
   toolResultMaxChars: number;
   phases?: unknown;
+  providerOptions?: unknown;
+  fallbackModels?: string[];
+  promptCache?: boolean;
+  context?: unknown;
 }
 
 const parsed = (text: string): unknown => (text === '' ? undefined : (JSON.parse(text) as unknown));
@@ -55,5 +59,6 @@ export const agentView = (agent: AgentMessage): AgentView => {
     temperature: agent.temperature,
     toolResultMaxChars: agent.toolResultMaxChars,
     ...(phases === undefined ? {} : { phases }),
+    ...(parsed(agent.optionsJson ?? '') as Partial<AgentView> | undefined),
   };
 };

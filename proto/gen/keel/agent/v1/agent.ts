@@ -202,6 +202,11 @@ export interface Agent {
    * "...", "tool": "...", "to": "..." }] }`; empty when the agent has none.
    */
   phasesJson: string;
+  /**
+   * The agent's model options as JSON text (API.md "Models, defaults and agent options"):
+   * `{ "providerOptions"?, "fallbackModels"?, "promptCache"?, "context"? }`; empty when none.
+   */
+  optionsJson: string;
 }
 
 /** Request of AgentService.PutAgent. */
@@ -1559,6 +1564,7 @@ function createBaseAgent(): Agent {
     temperature: 0,
     toolResultMaxChars: 0,
     phasesJson: "",
+    optionsJson: "",
   };
 }
 
@@ -1587,6 +1593,9 @@ export const Agent: MessageFns<Agent> = {
     }
     if (message.phasesJson !== "") {
       writer.uint32(66).string(message.phasesJson);
+    }
+    if (message.optionsJson !== "") {
+      writer.uint32(74).string(message.optionsJson);
     }
     return writer;
   },
@@ -1668,6 +1677,14 @@ export const Agent: MessageFns<Agent> = {
             message.phasesJson = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.optionsJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1706,6 +1723,11 @@ export const Agent: MessageFns<Agent> = {
         : isSet(object.phases_json)
         ? globalThis.String(object.phases_json)
         : "",
+      optionsJson: isSet(object.optionsJson)
+        ? globalThis.String(object.optionsJson)
+        : isSet(object.options_json)
+        ? globalThis.String(object.options_json)
+        : "",
     };
   },
 
@@ -1735,6 +1757,9 @@ export const Agent: MessageFns<Agent> = {
     if (message.phasesJson !== "") {
       obj.phasesJson = message.phasesJson;
     }
+    if (message.optionsJson !== "") {
+      obj.optionsJson = message.optionsJson;
+    }
     return obj;
   },
 
@@ -1751,6 +1776,7 @@ export const Agent: MessageFns<Agent> = {
     message.temperature = object.temperature ?? 0;
     message.toolResultMaxChars = object.toolResultMaxChars ?? 0;
     message.phasesJson = object.phasesJson ?? "";
+    message.optionsJson = object.optionsJson ?? "";
     return message;
   },
 };

@@ -1,0 +1,75 @@
+// An agent body's model options (API.md "Models, defaults and agent options"), checked for shape
+// and types here; the agent checks their meaning (which provider takes which option, fallbacks).
+import {
+  fail,
+  objectWith,
+  optionalIntegerIn,
+  optionalNumberIn,
+  optionalObject,
+  optionalStrings,
+  optionalWord,
+} from '../config/request-fields.js';
+
+/** The agent body's fields this module reads. */
+export const AGENT_OPTION_FIELDS = ['providerOptions', 'fallbackModels', 'promptCache', 'context'] as const;
+
+/** Drops the undefined fields of an object, so absent stays absent in JSON. */
+const defined = (object: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+
+const providerOptionsOf = (value: unknown): Record<string, unknown> | undefined => {
+  const object = optionalObject(value, 'providerOptions');
+  if (object === undefined) return undefined;
+  const fields = ['maxOutputTokens', 'reasoningEffort', 'thinkingBudgetTokens', 'topP'];
+  objectWith(object, fields, 'providerOptions');
+  return defined({
+    maxOutputTokens: optionalIntegerIn(
+      object.maxOutputTokens,
+      'providerOptions.maxOutputTokens',
+      1,
+      1_000_000,
+    ),
+    reasoningEffort: optionalWord(object.reasoningEffort, 'providerOptions.reasoningEffort', [
+      'low',
+      'medium',
+      'high',
+    ]),
+    thinkingBudgetTokens: optionalIntegerIn(
+      object.thinkingBudgetTokens,
+      'providerOptions.thinkingBudgetTokens',
+      1024,
+      1_000_000,
+    ),
+    topP: optionalNumberIn(object.topP, 'providerOptions.topP', 0, 1),
+  });
+};
+
+const contextOf = (value: unknown): Record<string, unknown> | undefined => {
+  const object = optionalObject(value, 'context');
+  if (object === undefined) return undefined;
+  objectWith(object, ['maxContextTokens', 'keepToolResults', 'heavyResultChars'], 'context');
+  return defined({
+    maxContextTokens: optionalIntegerIn(
+      object.maxContextTokens,
+      'context.maxContextTokens',
+      1_000,
+      10_000_000,
+    ),
+    keepToolResults: optionalIntegerIn(object.keepToolResults, 'context.keepToolResults', 0, 10_000),
+    heavyResultChars: optionalIntegerIn(object.heavyResultChars, 'context.heavyResultChars', 100, 10_000_000),
+  });
+};
+
+/** The options of an agent body as PutAgent's `optionsJson`; empty when it sets none. */
+export const agentOptionsJson = (body: Record<string, unknown>): string => {
+  const { promptCache } = body;
+  if (promptCache !== undefined && typeof promptCache !== 'boolean')
+    fail('promptCache', 'promptCache must be a boolean');
+  const options = defined({
+    providerOptions: providerOptionsOf(body.providerOptions),
+    fallbackModels: optionalStrings(body.fallbackModels, 'fallbackModels', 5, 200),
+    promptCache,
+    context: contextOf(body.context),
+  });
+  return Object.keys(options).length === 0 ? '' : JSON.stringify(options);
+};
