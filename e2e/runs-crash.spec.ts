@@ -149,6 +149,34 @@ describe('runs survive a SIGKILL of the agent', () => {
     expect(requestsOf('beta')).toHaveLength(0);
   });
 
+  it("a run exceeding maxSteps (all members' model calls) fails while a task's turn runs, and cancels it", async () => {
+    platform.fake.reset();
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), 'alpha done');
+    platform.fake.on(
+      systemPromptIncludes('agent:beta;'),
+      fakeReply.toolCall('lookup', { id: 'M-1' }),
+      fakeReply.toolCall('lookup', { id: 'M-2' }),
+      fakeReply.toolCall('lookup', { id: 'M-3' }),
+      'beta never gets here',
+    );
+    const members = AGENTS.map((agentId, i) => ({ agentId, role: agentId, position: i + 1 }));
+    expect(
+      (await call('PUT', '/v1/teams/capped', keys.admin, { topology: 'pipeline', members, maxSteps: 2 }))
+        .status,
+    ).toBe(200);
+    const done = await ended(await startRun('capped', 'Spend.'));
+    expect(done.status).toBe('failed');
+    expect(done.error?.code).toBe('max_steps');
+    expect(done.tasks.map((t) => `${t.agentId}:${t.status}`)).toEqual(['alpha:completed', 'beta:cancelled']);
+    expect(requestsOf('gamma')).toHaveLength(0);
+    await eventually(async () => {
+      const view = await call('GET', `/v1/conversations/${done.tasks[1]!.conversationId}`, keys.viewer);
+      expect((view.body as { status: string }).status).toBe('idle');
+    });
+    // Beta's turn was stopped after its second call (the one that exceeded the run's 2 in all).
+    expect(requestsOf('beta').length).toBeLessThanOrEqual(3);
+  });
+
   it('a task that needs an approval waits for it; approved through the conversation route, the run completes', async () => {
     platform.fake.reset();
     platform.fake.on(systemPromptIncludes('agent:alpha;'), 'alpha asks for a refund');

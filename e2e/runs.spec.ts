@@ -271,5 +271,18 @@ describe('runs, end to end', () => {
     expect((await call('GET', '/v1/runs?status=done', keys.viewer)).status).toBe(400);
     expect((await call('POST', '/v1/runs', keys.viewer, { teamId: 'vote', input: 'x' })).status).toBe(403);
     expect((await call('POST', '/v1/runs', keys.editor, { teamId: 'nope', input: 'x' })).status).toBe(404);
+    const keyed = () =>
+      platform
+        .request(
+          'POST',
+          '/v1/runs',
+          keys.editor,
+          { teamId: 'vote', input: 'once' },
+          { 'idempotency-key': 'run-once-1' },
+        )
+        .then(answerOf);
+    const [first, again] = [await keyed(), await keyed()];
+    expect(first.status).toBe(201);
+    expect((again.body as RunBody).id).toBe((first.body as RunBody).id);
   });
 });

@@ -70,7 +70,7 @@ export type RunCompleted = EventData<'RunCompleted', { output: string; at: strin
 export type RunFailed = EventData<'RunFailed', { error: RunFailure; at: string }>;
 
 /** The run was cancelled; its running tasks' turns are cancelled too. */
-export type RunCancelled = EventData<'RunCancelled', { at: string }>;
+export type RunCancelled = EventData<'RunCancelled', { runId: string; at: string }>;
 
 /** Every event of a run stream. */
 export type RunEvent =

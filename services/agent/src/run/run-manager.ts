@@ -1,5 +1,5 @@
 import type { Consumer, Delivery, EventBus, EventMetadata, EventStore, RecordedEvent } from '@keel/core';
-import { ConflictError, NotFoundError } from '@keel/core';
+import { ConflictError, NotFoundError, streamName } from '@keel/core';
 import type { ActorRole, ConversationEvent } from '@keel/events';
 import { CONVERSATION_CATEGORY, RUN_CATEGORY, turnIdOf } from '@keel/events';
 import type { KeelLogger } from '@keel/runtime';
@@ -9,7 +9,8 @@ import { acceptedRequestOf } from '../grpc/accepted-request.js';
 import type { RunDeadlines } from './run-deadlines.js';
 import { InMemoryRunDeadlines } from './run-deadlines.js';
 import type { RunAction } from './run-policy.js';
-import { nextActions, taskOutcomeOf } from './run-policy.js';
+import type { LiveUsage } from './run-policy.js';
+import { nextActions, taskOutcomeOf, turnUsageOf } from './run-policy.js';
 import type { RunService } from './run.service.js';
 import { runStream } from './run.service.js';
 import type { RunState, RunTaskState } from './run.state.js';
@@ -93,6 +94,12 @@ export class RunManager {
 
   /** A task's turn ended: its outcome goes to the run (once; the decider drops a repeat). */
   private async onConversationEvent({ event }: Delivery): Promise<void> {
+    if (event.type === 'UsageRecorded') {
+      // A task's model call counts against the run's maxSteps while its turn still runs.
+      const runId = await this.runOfConversation(event.tenantId, event.streamName);
+      if (runId) await this.advance(event.tenantId, runId);
+      return;
+    }
     if (!TURN_ENDS.has(event.type)) return;
     const events = (await this.deps.store.read(event.tenantId, event.streamName, {
       toVersion: event.version,
@@ -110,6 +117,26 @@ export class RunManager {
     );
     if (!outcome) return;
     await this.deps.runs.apply(event.tenantId, runId, outcome, causedBy(event));
+  }
+
+  /** The run a conversation is a task of (its creation's metadata), if any. */
+  private async runOfConversation(tenantId: string, stream: string): Promise<string | undefined> {
+    const [created] = await this.deps.store.read(tenantId, stream, { toVersion: 1 });
+    const metadata = (created?.data as { metadata?: Record<string, string> } | undefined)?.metadata;
+    return metadata?.[RUN_ID_KEY];
+  }
+
+  /** Model calls the run's running tasks have made so far (their turns' usage events). */
+  private async liveUsage(tenantId: string, state: RunState): Promise<LiveUsage> {
+    let modelCalls = 0;
+    for (const task of state.tasks.filter((t) => t.status === 'running')) {
+      const events = await this.deps.store.read(
+        tenantId,
+        streamName(CONVERSATION_CATEGORY, task.conversationId),
+      );
+      modelCalls += turnUsageOf(events as unknown as ConversationEvent[]).modelCalls;
+    }
+    return { modelCalls };
   }
 
   /** Does what the run needs now: cascade its end, or start its ready tasks, or end it. */
@@ -137,7 +164,8 @@ export class RunManager {
     // A task recorded as started whose turn was never submitted (a kill in between) is submitted now.
     for (const task of state.tasks.filter((t) => t.status === 'running'))
       await this.submit(ctx, task.taskId, task.conversationId, task.input);
-    for (const action of nextActions(state, this.clock())) await this.act(ctx, runId, action);
+    const live = await this.liveUsage(tenantId, state);
+    for (const action of nextActions(state, this.clock(), live)) await this.act(ctx, runId, action);
   }
 
   private async act(ctx: CallContext, runId: string, action: RunAction): Promise<void> {

@@ -75,7 +75,7 @@ const cancelRun = (command: CommandOf<'CancelRun'>, state: RunState): RunEvent[]
     throw new ConflictError(
       `the run has already ${state.status === 'cancelled' ? 'been cancelled' : state.status}`,
     );
-  return [{ type: 'RunCancelled', data: { at: command.at } }];
+  return [{ type: 'RunCancelled', data: { runId: state.runId, at: command.at } }];
 };
 
 const withTask = (state: RunState, taskId: string, change: Partial<RunTaskState>): RunState => ({

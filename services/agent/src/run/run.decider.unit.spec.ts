@@ -56,7 +56,7 @@ describe('run aggregate', () => {
       .given([started, taskStarted])
       .when({ type: 'StartTask', ...task, conversationId: 'other' })
       .then([]);
-    const cancelled: RunEvent = { type: 'RunCancelled', data: { at } };
+    const cancelled: RunEvent = { type: 'RunCancelled', data: { runId: 'r1', at } };
     spec
       .given([started, cancelled])
       .when({ type: 'StartTask', ...task })
@@ -79,7 +79,7 @@ describe('run aggregate', () => {
   });
 
   it('cancels a running run, its running tasks with it; cancelling an ended run is a conflict', () => {
-    const cancelled: RunEvent = { type: 'RunCancelled', data: { at } };
+    const cancelled: RunEvent = { type: 'RunCancelled', data: { runId: 'r1', at } };
     spec.given([started, taskStarted]).when({ type: 'CancelRun', at }).then([cancelled]);
     const state = fold(runDecider, [started, taskStarted, cancelled]);
     expect(state.status).toBe('cancelled');

@@ -64,6 +64,21 @@ const DESCRIBE: Record<string, (data: Data) => Described> = {
     },
   }),
   WebhookSecretRotated: () => ({ target: 'webhook-secret', details: {} }),
+  TeamConfigured: (d) => {
+    const team = (d.team ?? {}) as Data;
+    const members = Array.isArray(team.members) ? team.members.length : 0;
+    return {
+      target: `team:${str(team.teamId)}`,
+      details: { topology: str(team.topology), aggregation: str(team.aggregation), members: String(members) },
+    };
+  },
+  TeamDeleted: (d) => ({ target: `team:${str(d.teamId)}`, details: {} }),
+  // Runs of teams (editor actions): started and cancelled.
+  RunStarted: (d) => {
+    const team = (d.team ?? {}) as Data;
+    return { target: `run:${str(d.runId)}`, details: { teamId: str(team.teamId) } };
+  },
+  RunCancelled: (d) => ({ target: `run:${str(d.runId)}`, details: {} }),
   // Conversations: approvals, cancels, tool executions.
   ApprovalDecided: (d) => ({
     target: `approval:${str(d.approvalId)}`,

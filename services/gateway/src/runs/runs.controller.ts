@@ -1,9 +1,11 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { answered, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { fail, objectWith, optionalWord, requiredString } from '../config/request-fields.js';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/idempotency-key.js';
+import { ForwardsIdempotencyKey } from '../idempotency/idempotency.interceptor.js';
 import { RunClient } from './run.client.js';
 import type { RunView } from './run-views.js';
 import { runView } from './run-views.js';
@@ -41,16 +43,20 @@ export class RunsController {
   @Post()
   @HttpCode(201)
   @Roles('editor')
+  @ForwardsIdempotencyKey()
   async start(
     @Body() body: unknown,
     @Caller() caller: Principal,
     @RequestId() requestId: string,
+    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<{ id: string; status: string }> {
     const object = objectWith(body, ['teamId', 'input', 'metadata']);
     const request = {
       teamId: requiredString(object.teamId, 'teamId', 64),
       input: requiredString(object.input, 'input', 100_000),
       metadata: parseMetadata(object.metadata),
+      // The agent derives the run's id from it: a retry with the same key is the same run.
+      idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '',
     };
     const response = await this.runs.call('startRun', callContextOf(caller, requestId), request);
     const run = answered(response.run, 'run');
