@@ -401,11 +401,11 @@ export const stepPersistenceBench: Bench = {
         name: 'step-persistence',
         title: `Per-step persistence of a ${STEPS}-step turn vs raw insertOne`,
         description: [
-          `A scripted turn through ConversationService on the MongoEventStore (FerretDB), no LLM, no tools service, ` +
+          `A scripted turn through ConversationService on the MongoEventStore (${infra.mongoBackend}), no LLM, no tools service, ` +
             `no relay: a new conversation, a user message, then ${STEPS - 1} steps of RecordModelOutput with one ` +
             `tool call (AssistantMessageCompleted, UsageRecorded, ToolCallRequested) followed by recordToolResult ` +
             `with a ~600-byte JSON result (ToolCallCompleted), and a last step with the final answer ` +
-            `(AssistantMessageCompleted, UsageRecorded, TurnCompleted). Conversation snapshots every 50 events ` +
+            `(AssistantMessageCompleted, UsageRecorded, TurnCompleted). Conversation snapshots every 20 events ` +
             `(conversation.service.ts).`,
           `keel = the step's commands (each: load snapshot + newer events, decide, append with the expected ` +
             `version, snapshot when due); keel, appends only = the step's MongoEventStore.append calls alone. ` +
@@ -426,7 +426,7 @@ export const stepPersistenceBench: Bench = {
             `writes ${turnBytes} B in ${sum(first.map((s) => s.commits.length))} commits` +
             (snapshotStep >= 0
               ? `, including one ${first[snapshotStep]!.snapshotBytes} B conversation snapshot written in step ` +
-                `${snapshotStep + 1} (the 50th event since the last snapshot)`
+                `${snapshotStep + 1} (the 20th event since the last snapshot)`
               : '') +
             `. Sizes were the same in every turn: ${bytesVary ? 'no (medians shown)' : 'yes'}. Not counted: the ` +
             `conversation's creation and the user's message before step 1, and what the outbox relay writes later ` +
@@ -448,7 +448,7 @@ export const stepPersistenceBench: Bench = {
             `total size. Alone (the append section) an append is within 1.15x of a raw insert; here each append ` +
             `comes right after its command's load (4 to 18 queries each, all scans on FerretDB) while each raw insert ` +
             `follows one query: the likely cause of the difference.`,
-          `FerretDB 1.24 (SQLite) answers every query but an insert with a scan of the collection (see the rebuild ` +
+          `FerretDB 1.24 (${infra.mongoBackend}) answers every query but an insert with a scan of the collection (see the rebuild ` +
             `section: even an _id lookup scans), so each of those reads costs time that grows with the commits ` +
             `collection (${commitsAtEnd} documents at the end); on MongoDB they are index lookups. The appends are ` +
             `inserts and do not scan.`,

@@ -120,7 +120,10 @@ export class MongoEventStore implements EventStoreAdapter {
   /**
    * Creates the indexes; idempotent. The unique ones carry invariants; the others serve queries.
    * FerretDB 1.24 (SQLite) answers every query but an exact `_id` lookup with a scan, so there the
-   * query indexes would only slow writes down and are not created.
+   * query indexes would only slow writes down and are not created. On PostgreSQL it filters even
+   * `_id` with jsonb containment (`@>`), which its btree indexes cannot serve, so a lookup scans too;
+   * but it pushes no `$gte` down, so a range query ships every commit of the stream to FerretDB to
+   * filter (1.7 s for a 10,000-commit stream, against ~110 ms for a 6-commit walk): the walk stays.
    */
   async init(): Promise<void> {
     const info = await this.db.command({ buildInfo: 1 }).catch(() => ({}));
