@@ -33,13 +33,17 @@ export async function* readLogFeed(
     const since = store.appendCount;
     const page = await store.readAll({ scope, after: position, limit: PAGE });
     for (const event of page.events) {
+      // A conversation's events carry its conversationId; a run's (`run-<id>`) its runId.
       const conversationId = conversationOf(event.streamName);
-      const frame = conversationId === undefined ? undefined : durableFrame(event);
+      const runId = event.streamName.startsWith('run-') ? event.streamName.slice('run-'.length) : undefined;
+      const source =
+        conversationId !== undefined ? { conversationId } : runId !== undefined ? { runId } : undefined;
+      const frame = source === undefined ? undefined : durableFrame(event);
       if (frame && event.globalPosition !== undefined) {
         yield {
           id: String(event.globalPosition),
           event: frame.event,
-          data: { ...(frame.data as object), conversationId, tenantId: event.tenantId },
+          data: { ...(frame.data as object), ...source, tenantId: event.tenantId },
         };
         if (signal.aborted) return;
       }
