@@ -293,6 +293,49 @@ describe('MCP servers as a tool source', () => {
     expect(messages.messages.at(-1)?.content).toBe('Not sure it happened.');
   });
 
+  it('an argument-dependent approval: asked for one call and not for another of the same tool', async () => {
+    const policy = {
+      when: { type: 'object', properties: { id: { const: 'home' } }, required: ['id'] },
+      message: 'Delete page {{args.id}}?',
+    };
+    const bad = await call('PUT', '/v1/mcp-servers/pages', keys.admin, {
+      url: mcpUrl(),
+      approval: { ...policy, message: 'Delete {{user.id}}?' },
+    });
+    expect(bad.status, bad.text).toBe(400);
+    expect(bad.text).toContain('approval.message');
+    const pages = await call('PUT', '/v1/mcp-servers/pages', keys.admin, {
+      url: mcpUrl(),
+      tools: ['delete_page'],
+      approval: policy,
+    });
+    expect(pages.status, pages.text).toBe(200);
+    expect((pages.body as { approval: unknown }).approval).toEqual(policy);
+    const agent = await call('PUT', '/v1/agents/pager', keys.admin, {
+      model: 'openai:gpt-4o-mini',
+      tools: ['pages__delete_page'],
+    });
+    expect(agent.status, agent.text).toBe(200);
+    fake.on(
+      lastUserMessageIncludes('[m4]'),
+      fakeReply.toolCall('pages__delete_page', { id: 'draft-1' }),
+      fakeReply.toolCall('pages__delete_page', { id: 'home' }),
+      fakeReply.text('Deleted draft-1 and home.'),
+    );
+    const created = await call('POST', '/v1/conversations', keys.editor, { agentId: 'pager' });
+    const id = (created.body as { id: string }).id;
+    const frames = await turn(id, '[m4] delete draft-1 and home', true);
+    expect(frames.at(-1)?.event).toBe('turn.completed');
+    const asked = frames
+      .filter((f) => f.event === 'approval.required')
+      .map((f) => (f.data as { args: unknown }).args);
+    expect(asked).toEqual([{ id: 'home' }]);
+    expect(results(frames).map((r) => [r.name, r.ok])).toEqual([
+      ['pages__delete_page', true],
+      ['pages__delete_page', true],
+    ]);
+  });
+
   it('refresh lists again; delete removes the server and its tools from agents', async () => {
     const refreshed = await call('POST', '/v1/mcp-servers/danger/refresh', keys.admin);
     expect(refreshed.status, refreshed.text).toBe(200);
@@ -301,7 +344,7 @@ describe('MCP servers as a tool source', () => {
     ]);
     expect((await call('DELETE', '/v1/mcp-servers/danger', keys.admin)).status).toBe(204);
     const listed = await call('GET', '/v1/mcp-servers', keys.admin);
-    expect((listed.body as { data: Array<{ name: string }> }).data.map((s) => s.name)).toEqual(['cms']);
+    expect((listed.body as { data: Array<{ name: string }> }).data.map((s) => s.name)).toEqual(['cms', 'pages']);
     expect((await call('POST', '/v1/mcp-servers/danger/refresh', keys.admin)).status).toBe(404);
   });
 });

@@ -16,6 +16,12 @@ export interface SealedSecret {
 /** Roles of tenant keys. */
 export type KeyRole = 'admin' | 'editor' | 'viewer';
 
+/**
+ * Whether a call needs a person's approval: never, always, or when its arguments match `when`
+ * (a JSON Schema), asking with `message` (`{{args.<path>}}` filled).
+ */
+export type ToolApproval = 'never' | 'always' | { when: Record<string, unknown>; message?: string };
+
 /** A tenant tool as stored (API.md `PUT /v1/tools/{name}`). */
 export interface ToolDefinition {
   name: string;
@@ -23,7 +29,7 @@ export interface ToolDefinition {
   inputSchema: Record<string, unknown>;
   kind: 'webhook';
   url: string;
-  approval: 'never' | 'always';
+  approval: ToolApproval;
   roles: KeyRole[];
   phases: string[];
   timeoutMs: number;
@@ -96,7 +102,7 @@ export interface McpServerDefinition {
   allow?: string[];
   /** The listed tools, the allow-list applied. */
   tools: McpToolDefinition[];
-  approval: 'never' | 'always';
+  approval: ToolApproval;
   roles: KeyRole[];
   timeoutMs: number;
   /** Whether a call whose outcome a crash left unknown is sent again (else `outcome_unknown`). */

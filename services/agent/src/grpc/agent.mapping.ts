@@ -150,12 +150,30 @@ export const toolDefinitionOf = (tool: ToolMessage): ToolDefinition => {
     inputSchema: jsonObject(tool.inputSchemaJson, 'tool.inputSchemaJson'),
     kind: (tool.kind || 'webhook') as ToolDefinition['kind'],
     url: tool.url,
-    approval: (tool.approval || 'never') as ToolDefinition['approval'],
+    approval: approvalOfText(tool.approval),
     roles: [...tool.roles] as KeyRole[],
     phases: [...tool.phases],
     timeoutMs: tool.timeoutMs || DEFAULT_TOOL_TIMEOUT_MS,
   };
 };
+
+/**
+ * A tool's approval as the proto's `approval` string carries it: the word, or a policy object as
+ * JSON text (`{"when":…}`); empty means never. Text that is neither is kept as it is for the
+ * decider to refuse, naming the field.
+ */
+export const approvalOfText = (text: string): ToolDefinition['approval'] => {
+  if (!text.trimStart().startsWith('{')) return (text || 'never') as ToolDefinition['approval'];
+  try {
+    return JSON.parse(text) as ToolDefinition['approval'];
+  } catch {
+    throw new ValidationError('approval is not valid JSON', { field: 'approval' });
+  }
+};
+
+/** The proto text of a tool's approval. */
+export const approvalText = (approval: ToolDefinition['approval']): string =>
+  typeof approval === 'string' ? approval : JSON.stringify(approval);
 
 /** A stored tenant tool as ListTools and PutTool answer it. */
 export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
@@ -164,7 +182,7 @@ export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
   inputSchemaJson: JSON.stringify(tool.inputSchema),
   kind: tool.kind,
   url: tool.url,
-  approval: tool.approval,
+  approval: approvalText(tool.approval),
   roles: [...tool.roles],
   phases: [...tool.phases],
   timeoutMs: tool.timeoutMs,

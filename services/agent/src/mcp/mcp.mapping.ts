@@ -1,5 +1,6 @@
 import type { KeyRole, McpServerDefinition } from '@keel/events';
 import type { McpServer } from '@keel/proto/keel/mcp/v1/mcp';
+import { approvalOfText, approvalText } from '../grpc/agent.mapping.js';
 import type { PutMcpServer } from '../tenant-config/mcp-servers.js';
 
 /** Default deadline of one MCP call (as a webhook tool's). */
@@ -12,7 +13,7 @@ export const mcpSettingsOf = (server: McpServer): PutMcpServer['server'] => ({
   name: server.name,
   url: server.url,
   ...(server.allow ? { allow: [...server.allow.names] } : {}),
-  approval: (server.approval || 'never') as 'never' | 'always',
+  approval: approvalOfText(server.approval),
   roles: server.roles as KeyRole[],
   timeoutMs: server.timeoutMs || MCP_TIMEOUT_MS,
   retryUnknown: server.retryUnknown,
@@ -28,7 +29,7 @@ export const mcpServerMessage = (server: McpServerDefinition): McpServer => ({
     inputSchemaJson: JSON.stringify(t.inputSchema),
   })),
   ...(server.allow ? { allow: { names: server.allow } } : {}),
-  approval: server.approval,
+  approval: approvalText(server.approval),
   roles: server.roles,
   timeoutMs: server.timeoutMs,
   retryUnknown: server.retryUnknown,

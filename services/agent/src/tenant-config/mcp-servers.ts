@@ -1,5 +1,6 @@
 import { NotFoundError, ValidationError, hasOwnKey, ownValue } from '@keel/core';
 import type { KeyRole, McpServerDefinition, McpToolDefinition, TenantConfigEvent } from '@keel/events';
+import { approvalPolicyProblem } from '@keel/tooling';
 
 /*
  * MCP servers in the tenant configuration (API.md "Tool sources and policies"). Agents name a
@@ -63,9 +64,8 @@ const keptTools = (put: PutMcpServer): McpToolDefinition[] => {
 
 const checkServer = (server: PutMcpServer['server']): void => {
   if (!MCP_SERVER_NAME.test(server.name)) fail('name', 'name must match ^[a-zA-Z][a-zA-Z0-9-]{0,31}$');
-  if (server.approval !== 'never' && server.approval !== 'always') {
-    fail('approval', 'approval must be "never" or "always"');
-  }
+  const approvalProblem = approvalPolicyProblem(server.approval);
+  if (approvalProblem) fail(approvalProblem.field, approvalProblem.message);
   if (!Array.isArray(server.roles) || server.roles.some((r) => !ROLES.includes(r))) {
     fail('roles', 'roles must be a list of admin, editor, viewer');
   }

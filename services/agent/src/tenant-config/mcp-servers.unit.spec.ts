@@ -90,6 +90,26 @@ describe('MCP servers in the tenant configuration', () => {
     ).toHaveLength(1);
   });
 
+  it('approval policies: a when object is stored; a bad one is refused naming its field', () => {
+    const when = {
+      when: { type: 'object', properties: { id: { const: 'home' } } },
+      message: 'Delete {{args.id}}?',
+    };
+    spec
+      .given([])
+      .when({ type: 'PutMcpServer', put: put({ approval: when }), at })
+      .then([configured({ ...cms, approval: when })]);
+    const state = tenantConfigDecider.initialState();
+    const decide = (approval: unknown) => () =>
+      tenantConfigDecider.decide(
+        { type: 'PutMcpServer', put: put({ approval: approval as 'never' }), at },
+        state,
+      );
+    expect(refusedField(decide({ when: 'x' }))).toBe('approval.when');
+    expect(refusedField(decide({ when: {}, message: '{{now}}' }))).toBe('approval.message');
+    expect(refusedField(decide({ when: {}, exceptUserRoles: ['owner'] }))).toBe('approval.exceptUserRoles');
+  });
+
   it('agents name its tools <server>__<tool> or <server>__*; unknown ones are 400 on tools', () => {
     spec
       .given([configured(cms)])

@@ -12,6 +12,7 @@ import type {
 } from '@keel/events';
 import { PROVIDERS } from '@keel/events';
 import { EgressPolicy } from '@keel/runtime/egress';
+import { approvalPolicyProblem } from '@keel/tooling';
 import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
 import type { PutMcpServer } from './mcp-servers.js';
 import { decideDeleteMcpServer, decidePutMcpServer, isKnownMcpTool } from './mcp-servers.js';
@@ -134,8 +135,8 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
     fail('inputSchema', 'inputSchema must be a JSON schema with type "object"');
   if (tool.kind !== 'webhook') fail('kind', 'kind must be "webhook" (built-in tools cannot be defined)');
   checkUrl('url', tool.url, egress);
-  if (tool.approval !== 'never' && tool.approval !== 'always')
-    fail('approval', 'approval must be "never" or "always"');
+  const approvalProblem = approvalPolicyProblem(tool.approval);
+  if (approvalProblem) fail(approvalProblem.field, approvalProblem.message);
   if (JSON.stringify(tool.inputSchema).length > MAX_SCHEMA_BYTES) {
     fail('inputSchema', `inputSchema must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
   }

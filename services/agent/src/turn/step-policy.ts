@@ -2,6 +2,7 @@ import type { RecordedEvent } from '@keel/core';
 import { exceedsJsonDepth } from '@keel/core';
 import type { AgentDefinition } from '@keel/events';
 import { turnIdOf } from '@keel/events';
+import { approvalFor } from '@keel/tooling';
 import type { ConversationCommand, ToolCallVerdict } from '../conversation/conversation.commands.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
 import { guardToolCall } from '../guard/tool-guard.js';
@@ -117,7 +118,7 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
       verdict: guardToolCall({
         name: call.name,
         argErrors,
-        tool,
+        tool: tool && { ...tool, approval: approvalOf(tool, call.args, ctx.validate) },
         agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
         role: ctx.role,
         phase: ctx.phase,
@@ -129,6 +130,16 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
     return { verdict: { kind: 'refuse', error: { code: 'invalid_tool_call', message } }, uncheckable: error };
   }
 };
+
+/** The guard's never or always for this call: the tool's policy applied to its arguments. */
+const approvalOf = (
+  tool: ResolvedTool,
+  args: unknown,
+  validate: ToolCatalog['validate'],
+): 'never' | 'always' =>
+  approvalFor(tool.approval, args, (schema, value) => validate(schema, value).length === 0).required
+    ? 'always'
+    : 'never';
 
 /** What a model answer is recorded with besides the answer itself. */
 export interface RecordingInput {

@@ -1,4 +1,5 @@
 import { ownValue } from '@keel/core';
+import type { ToolApproval } from '@keel/events';
 import { offeredMcpTools } from '../tenant-config/mcp-servers.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { GuardedTool } from '../guard/tool-guard.js';
@@ -17,8 +18,11 @@ export interface ToolCatalog {
   validate(schema: Record<string, unknown>, args: unknown): Array<{ path: string; message: string }>;
 }
 
-/** A tool of an agent, resolved for both the prompt and the guard. */
-export type ResolvedTool = PromptTool & GuardedTool;
+/**
+ * A tool of an agent, resolved for both the prompt and the guard; its approval is the policy
+ * (judgeToolCall resolves it per call to the guard's never or always).
+ */
+export type ResolvedTool = PromptTool & Omit<GuardedTool, 'approval'> & { approval: ToolApproval };
 
 /**
  * The tools an agent has, from the tenant's definitions, the built-ins and its MCP servers'

@@ -1,6 +1,7 @@
 // Bodies of the tenant configuration routes (API.md "Tenant configuration"), checked for shape and
 // types here; the agent service checks the meaning (names, URLs, ranges, known tools).
 import type { Agent, Tool } from '@keel/proto/keel/agent/v1/agent';
+import { approvalTextOf } from './approval-field.js';
 import {
   fail,
   objectWith,
@@ -72,7 +73,7 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     inputSchemaJson: JSON.stringify(inputSchema),
     kind: optionalWord(object.kind, 'kind', ['webhook'] as const) ?? 'webhook',
     url: optionalString(object.url, 'url', 2048) ?? '',
-    approval: optionalWord(object.approval, 'approval', ['never', 'always'] as const) ?? 'never',
+    approval: approvalTextOf(object.approval),
     roles: optionalStrings(object.roles, 'roles', 3, 16) ?? [],
     phases: optionalStrings(object.phases, 'phases', 50, 64) ?? [],
     timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,

@@ -48,7 +48,7 @@ describe('tenant configuration bodies', () => {
     expect(refusal(() => parsePutTool('t', { inputSchema: 'object' }))).toMatch(/^inputSchema /);
     expect(refusal(() => parsePutTool('t', { inputSchema: schema, timeoutMs: '10' }))).toMatch(/^timeoutMs /);
     expect(refusal(() => parsePutTool('t', { inputSchema: schema, approval: 'sometimes' }))).toMatch(
-      /^approval must be one of never, always/,
+      /^approval must be "never", "always" or \{ "when"/,
     );
     expect(refusal(() => parsePutAgent('a', { model: 'openai:x', tools: 'calculator' }))).toMatch(/^tools /);
     expect(refusal(() => parsePutAgent('a', { model: 'openai:x', temperature: 'hot' }))).toMatch(

@@ -1,5 +1,6 @@
 // The agent's configuration messages as the public API shows them (API.md "Tenant configuration").
 import type { AgentMessage, ToolMessage } from './config-requests.js';
+import { approvalOfText } from './approval-field.js';
 
 /** A tool as `PUT /v1/tools/{name}` and `GET /v1/tools` answer it. */
 export interface ToolView {
@@ -8,7 +9,7 @@ export interface ToolView {
   inputSchema: unknown;
   kind: string;
   url?: string;
-  approval: string;
+  approval: unknown;
   roles: string[];
   phases?: string[];
   timeoutMs?: number;
@@ -40,7 +41,7 @@ export const toolView = (tool: ToolMessage & { builtin?: boolean }): ToolView =>
   inputSchema: parsed(tool.inputSchemaJson) ?? {},
   kind: tool.kind,
   ...(tool.url ? { url: tool.url } : {}),
-  approval: tool.approval,
+  approval: approvalOfText(tool.approval),
   roles: tool.roles ?? [],
   ...(tool.phases && tool.phases.length > 0 ? { phases: tool.phases } : {}),
   ...(tool.timeoutMs ? { timeoutMs: tool.timeoutMs } : {}),

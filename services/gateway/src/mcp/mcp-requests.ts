@@ -1,6 +1,7 @@
 // `PUT /v1/mcp-servers/{name}` (API.md "Tool sources and policies"), checked for shape and types
 // here; the agent checks the meaning (name, URL and egress, allow-list against what the server lists).
 import type { McpServer } from '@keel/proto/keel/mcp/v1/mcp';
+import { approvalOfText, approvalTextOf } from '../config/approval-field.js';
 import { TOOL_TIMEOUT_MS } from '../config/config-requests.js';
 import {
   fail,
@@ -9,7 +10,6 @@ import {
   optionalObject,
   optionalString,
   optionalStrings,
-  optionalWord,
   requiredString,
 } from '../config/request-fields.js';
 
@@ -69,7 +69,7 @@ export const parsePutMcpServer = (name: string, body: unknown): McpServerRequest
       url: requiredString(object.url, 'url', 2048),
       tools: [],
       ...(allow ? { allow: { names: allow } } : {}),
-      approval: optionalWord(object.approval, 'approval', ['never', 'always'] as const) ?? 'never',
+      approval: approvalTextOf(object.approval),
       roles: optionalStrings(object.roles, 'roles', 3, 16) ?? [],
       timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,
       retryUnknown: object.retryUnknown === true,
@@ -85,7 +85,7 @@ export interface McpServerView {
   url: string;
   tools: Array<{ name: string; description: string; inputSchema: unknown }>;
   allow?: string[];
-  approval: string;
+  approval: unknown;
   roles: string[];
   timeoutMs: number;
   retryUnknown: boolean;
@@ -102,7 +102,7 @@ export const mcpServerView = (server: McpServer): McpServerView => ({
     inputSchema: JSON.parse(t.inputSchemaJson || '{}') as unknown,
   })),
   ...(server.allow ? { allow: server.allow.names } : {}),
-  approval: server.approval,
+  approval: approvalOfText(server.approval),
   roles: server.roles,
   timeoutMs: server.timeoutMs,
   retryUnknown: server.retryUnknown,

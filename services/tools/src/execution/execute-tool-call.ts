@@ -1,7 +1,7 @@
 import { KeelError, ValidationError, exceedsJsonDepth } from '@keel/core';
 import { BUILTIN_TOOLS, BuiltinToolError } from '@keel/tooling';
 import type { BuiltinTool } from '@keel/tooling';
-import { defaultArgsValidator, formatArgsProblems } from '@keel/tooling';
+import { approvalFor, defaultArgsValidator, formatArgsProblems } from '@keel/tooling';
 import type { ArgsValidator } from '@keel/tooling';
 import type { ToolCallLedger } from './ledger.js';
 import type { JsonSchema, ToolDefinition, ToolError, ToolOutcome } from './types.js';
@@ -65,7 +65,13 @@ export const executeToolCall = async (
   options: { signal?: AbortSignal } = {},
 ): Promise<ToolCallResult> => {
   const key = { tenantId: request.tenantId, toolCallId: request.toolCallId };
-  if (request.tool.approval === 'always' && !request.approvalGranted) {
+  const validator = deps.validator ?? defaultArgsValidator;
+  const approval = approvalFor(
+    request.tool.approval,
+    request.args,
+    (schema, args) => validator.validate(schema, args).ok,
+  );
+  if (approval.required && !request.approvalGranted) {
     // A call that completed (approved) earlier is still answered from the ledger.
     const known = await deps.ledger.get(key);
     if (known?.outcome) return { ...known.outcome, execution: 'replayed' };

@@ -1,5 +1,5 @@
 /** A JSON Schema document as a tenant registers it (an object; its content is checked by ajv). */
-import type { JsonSchema } from '@keel/tooling';
+import type { ApprovalPolicy, JsonSchema } from '@keel/tooling';
 
 export type { JsonSchema };
 
@@ -18,8 +18,8 @@ export interface ToolDefinition {
   url?: string;
   /** Per-attempt deadline of a webhook call, in milliseconds. */
   timeoutMs: number;
-  /** `always`: the call runs only after a user approved it. */
-  approval: 'never' | 'always';
+  /** `always` (or a `when` the arguments match): the call runs only after a user approved it. */
+  approval: ApprovalPolicy;
   /** An MCP tool's name on its server, and whether a call left unknown by a crash is sent again. */
   mcp?: { tool: string; retryUnknown: boolean };
 }
