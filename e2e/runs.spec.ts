@@ -257,6 +257,22 @@ describe('runs, end to end', () => {
     const rest = await resumed.until((f) => f.event === 'run.completed', 10_000);
     resumed.close();
     expect(rest.map((f) => f.id)).toEqual(['6', '7', '8']);
+    // Started with Accept: text/event-stream, the answer is the run's stream, ending with the run.
+    platform.fake.on(systemPromptIncludes('agent:alpha;'), 'a2');
+    platform.fake.on(systemPromptIncludes('agent:beta;'), 'b2');
+    platform.fake.on(systemPromptIncludes('agent:gamma;'), 'c2');
+    const live = await openSse(`${platform.base}/v1/runs`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${keys.editor}`,
+        accept: 'text/event-stream',
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ teamId: 'line', input: 'Live.' }),
+    });
+    await live.ended;
+    expect(live.events().map((f) => f.event)).toEqual(frames.map((f) => f.event));
+    expect(live.events().at(-1)!.data).toEqual({ output: 'c2' });
     const other = await platform.tenantWithKeys('runs-feed-other', ['viewer']);
     const hidden = await platform.request('GET', `/v1/runs/${id}/events`, other.keys.viewer);
     expect(hidden.status).toBe(404);

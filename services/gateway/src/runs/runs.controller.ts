@@ -1,11 +1,16 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { answered, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { fail, objectWith, optionalWord, requiredString } from '../config/request-fields.js';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/idempotency-key.js';
-import { ForwardsIdempotencyKey } from '../idempotency/idempotency.interceptor.js';
+import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
+import { EventsFeedService } from '../feed/events-feed.service.js';
+import { readFeed } from '../feed/feed-reader.js';
+import type { FeedFrame } from '../feed/feed-frames.js';
+import { REQUEST_ID_HEADER } from '../http/request-id.js';
 import { RunClient } from './run.client.js';
 import type { RunView } from './run-views.js';
 import { runView } from './run-views.js';
@@ -28,6 +33,29 @@ const parseMetadata = (value: unknown): Record<string, string> => {
   return object as Record<string, string>;
 };
 
+/** The request as the streamed start reads it. */
+interface StreamRequest {
+  id: string;
+  raw: IncomingMessage;
+}
+
+/** The part of Fastify's reply the start answers with, or takes over for the stream. */
+interface StreamReply {
+  code(status: number): { send(body: unknown): unknown };
+  hijack(): unknown;
+  raw: ServerResponse;
+}
+
+const RUN_ENDS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+
+/** A run's frames up to and including the one that ends it. */
+async function* untilRunEnds(frames: AsyncGenerator<FeedFrame>): AsyncGenerator<FeedFrame, void, undefined> {
+  for await (const frame of frames) {
+    yield frame;
+    if (RUN_ENDS.has(frame.event)) return;
+  }
+}
+
 const single = (value: unknown, field: string): string | undefined => {
   if (value === undefined) return undefined;
   if (typeof value !== 'string') return fail(field, `${field} must be given once`);
@@ -37,30 +65,52 @@ const single = (value: unknown, field: string): string | undefined => {
 /** `/v1/runs` (API.md "Teams and runs"): editors start and cancel, any tenant role reads. */
 @Controller('v1/runs')
 export class RunsController {
-  constructor(@Inject(RunClient) private readonly runs: RunClient) {}
+  constructor(
+    @Inject(RunClient) private readonly runs: RunClient,
+    @Inject(EventsFeedService) private readonly feeds: EventsFeedService,
+  ) {}
 
-  /** `POST /v1/runs` `{ teamId, input, metadata? }` → 201 `{ id, status: "pending" }`; unknown team: 404. */
+  /**
+   * `POST /v1/runs` `{ teamId, input, metadata? }` → 201 `{ id, status: "pending" }`; unknown team:
+   * 404. With `Accept: text/event-stream`: the run's stream until it ends. The Idempotency-Key goes
+   * to the agent (the run's id is derived from it): a retry is the same run, streamed again.
+   */
   @Post()
-  @HttpCode(201)
   @Roles('editor')
-  @ForwardsIdempotencyKey()
+  @OwnIdempotency()
   async start(
     @Body() body: unknown,
     @Caller() caller: Principal,
-    @RequestId() requestId: string,
-    @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
-  ): Promise<{ id: string; status: string }> {
+    @Req() request: StreamRequest,
+    @Res() reply: StreamReply,
+  ): Promise<void> {
     const object = objectWith(body, ['teamId', 'input', 'metadata']);
-    const request = {
+    const fields = {
       teamId: requiredString(object.teamId, 'teamId', 64),
       input: requiredString(object.input, 'input', 100_000),
       metadata: parseMetadata(object.metadata),
-      // The agent derives the run's id from it: a retry with the same key is the same run.
-      idempotencyKey: idempotencyKeyOf(idempotencyKey) ?? '',
+      idempotencyKey: idempotencyKeyOf(request.raw.headers[IDEMPOTENCY_KEY_HEADER]) ?? '',
     };
-    const response = await this.runs.call('startRun', callContextOf(caller, requestId), request);
-    const run = answered(response.run, 'run');
-    return { id: run.id, status: run.status };
+    const context = callContextOf(caller, request.id);
+    const run = answered((await this.runs.call('startRun', context, fields)).run, 'run');
+    const accept = [request.raw.headers.accept ?? []].flat().join(',');
+    if (!accept.includes('text/event-stream')) {
+      reply.code(201).send({ id: run.id, status: run.status });
+      return;
+    }
+    const target = {
+      tenantId: context.tenantId,
+      conversationId: run.id,
+      streamName: `run-${run.id}`,
+      after: 0,
+    };
+    reply.hijack();
+    void this.feeds.serve(
+      reply.raw,
+      { [REQUEST_ID_HEADER]: request.id },
+      (signal) => untilRunEnds(readFeed(this.feeds.sources(), target, signal)),
+      { tenantId: context.tenantId, runId: run.id },
+    );
   }
 
   /** `GET /v1/runs?teamId=&status=` → `{ data }`, newest first. */
