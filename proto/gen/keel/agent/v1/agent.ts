@@ -135,7 +135,10 @@ export interface Tool {
   kind: string;
   /** http(s) URL the tools service POSTs calls to (webhook tools); empty for built-ins. */
   url: string;
-  /** `never` (empty in PutTool means `never`) or `always`: whether a person approves each call. */
+  /**
+   * `never` (empty in PutTool means `never`), `always`, or an approval policy as JSON text
+   * (`{"when": <JSON Schema of the args>, "message"?}`): whether a person approves a call.
+   */
   approval: string;
   /** Roles (`admin`, `editor`, `viewer`) whose messages may cause a call; empty means any role. */
   roles: string[];

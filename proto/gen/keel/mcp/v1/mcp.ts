@@ -43,7 +43,7 @@ export interface McpServer {
   allow?:
     | McpToolAllowList
     | undefined;
-  /** never or always. */
+  /** never, always, or an approval policy as JSON text (as keel.agent.v1.Tool.approval). */
   approval: string;
   /** Key roles that may cause a call; empty: every role. */
   roles: string[];
