@@ -12,3 +12,5 @@ export { openSse } from './sse-client.js';
 export type { SseFrame, SseStream } from './sse-client.js';
 export { MCP_TEST_TOOLS, startMcpTestServer } from './mcp/mcp-test-server.js';
 export type { McpTestCall, McpTestServer } from './mcp/mcp-test-server.js';
+export { startFakeAnthropic } from './fake-anthropic/fake-anthropic.js';
+export type { FakeAnthropic, FakeAnthropicReply, FakeAnthropicRequest } from './fake-anthropic/fake-anthropic.js';

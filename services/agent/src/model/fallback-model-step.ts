@@ -42,7 +42,7 @@ export const withFallbacks =
 export const modelOptionsOf = (
   agent: AgentDefinition,
   credentialsOf: (model: string) => ProviderCredentials,
-): Pick<ModelStepInput, 'providerOptions' | 'fallbacks'> => {
+): Pick<ModelStepInput, 'providerOptions' | 'fallbacks' | 'promptCache'> => {
   const options = agent.options;
   if (!options) return {};
   const fallbacks = (options.fallbackModels ?? []).map((model) => ({
@@ -52,5 +52,6 @@ export const modelOptionsOf = (
   return {
     ...(options.providerOptions ? { providerOptions: options.providerOptions } : {}),
     ...(fallbacks.length > 0 ? { fallbacks } : {}),
+    ...(options.promptCache ? { promptCache: true } : {}),
   };
 };

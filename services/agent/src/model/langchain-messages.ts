@@ -7,6 +7,8 @@ import {
   ToolMessage,
 } from '@langchain/core/messages';
 import type { PromptMessage, PromptTool } from '../prompt/prompt.js';
+import type { CacheTextBlock } from './prompt-cache.js';
+import { lastMessageBreakpoint, systemBlocks } from './prompt-cache.js';
 
 /** A tool in the OpenAI function format, which every LangChain provider's `bindTools` accepts. */
 export interface FunctionToolDefinition {
@@ -25,25 +27,29 @@ export const toFunctionTools = (tools: PromptTool[]): FunctionToolDefinition[] =
  * The prompt as LangChain messages. Tool messages get the name of the call they answer (Google
  * requires it; the others ignore it).
  */
-export const toLangChainMessages = (messages: PromptMessage[]): BaseMessage[] => {
+export const toLangChainMessages = (messages: PromptMessage[], cacheBreakpoints = false): BaseMessage[] => {
   const toolNames = new Map<string, string>();
-  return messages.map((message): BaseMessage => {
+  const last = cacheBreakpoints ? lastMessageBreakpoint(messages) : -1;
+  return messages.map((message, index): BaseMessage => {
+    const content = index === last ? cachedText(message.content) : message.content;
     switch (message.role) {
       case 'system':
-        return new SystemMessage(message.content);
+        return new SystemMessage({
+          content: cacheBreakpoints ? systemBlocks(message.content) : message.content,
+        });
       case 'user':
-        return new HumanMessage(message.content);
+        return new HumanMessage({ content });
       case 'assistant': {
         const toolCalls = (message.toolCalls ?? []).map((call) => {
           toolNames.set(call.id, call.name);
           return { id: call.id, name: call.name, args: argsObject(call.args), type: 'tool_call' as const };
         });
-        return new AIMessage({ content: message.content, tool_calls: toolCalls });
+        return new AIMessage({ content, tool_calls: toolCalls });
       }
       case 'tool': {
         const name = toolNames.get(message.toolCallId);
         return new ToolMessage({
-          content: message.content,
+          content,
           tool_call_id: message.toolCallId,
           ...(name === undefined ? {} : { name }),
         });
@@ -55,6 +61,11 @@ export const toLangChainMessages = (messages: PromptMessage[]): BaseMessage[] =>
     }
   });
 };
+
+/** A message's text as one block with a cache breakpoint after it. */
+const cachedText = (text: string): CacheTextBlock[] => [
+  { type: 'text', text, cache_control: { type: 'ephemeral' } },
+];
 
 /**
  * Arguments of a past tool call as providers accept them back: an object. Arguments the model

@@ -54,7 +54,12 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
     }
     try {
       const stream = await raceAbort(
-        runnable.stream(toLangChainMessages(input.messages), { signal }),
+        runnable.stream(
+          toLangChainMessages(input.messages, input.promptCache === true && provider === 'anthropic'),
+          {
+            signal,
+          },
+        ),
         signal,
       );
       return await aggregate(stream, input, provider);

@@ -19,6 +19,8 @@ export interface ModelStepInput {
   providerOptions?: ProviderOptions;
   /** Models tried in order, each with its provider's credentials, when the call answers 429, 5xx or times out. */
   fallbacks?: Array<{ model: string; credentials: ProviderCredentials }>;
+  /** Explicit cache breakpoints after the prompt's stable prefix, where the provider has them (Anthropic). */
+  promptCache?: boolean;
   /** False: no retry of a failed request inside the call (a fallback model follows); default true. */
   retry?: boolean;
   /** Aborts the provider request (the HTTP connection closes). */

@@ -26,6 +26,9 @@ const RULES = [
   'Never invent tool results.',
 ].join('\n- ');
 
+/** Where the per-conversation part of the system prompt starts: what is before it is the stable prefix. */
+export const STATE_SECTION = '\n\n# State\n';
+
 /**
  * The system prompt, in sections ordered from the most stable to the least: role, rules,
  * instructions and tools (per agent), then state (per conversation). Everything before the state
@@ -46,8 +49,8 @@ export const systemPrompt = (
         : 'No tools are available.'
     }`,
   ];
-  if (state.phase !== undefined) sections.push(`# State\nCurrent phase: ${state.phase}`);
-  return sections.join('\n\n');
+  const stable = sections.join('\n\n');
+  return state.phase === undefined ? stable : `${stable}${STATE_SECTION}Current phase: ${state.phase}`;
 };
 
 /** Cuts a tool result for the model; the full result stays in the event log. */
