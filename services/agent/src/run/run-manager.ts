@@ -96,19 +96,18 @@ export class RunManager {
   private async onConversationEvent({ event }: Delivery): Promise<void> {
     if (event.type === 'UsageRecorded') {
       // A task's model call counts against the run's maxSteps while its turn still runs.
-      const runId = await this.runOfConversation(event.tenantId, event.streamName);
-      if (runId) await this.advance(event.tenantId, runId);
+      const task = await this.taskOfConversation(event.tenantId, event.streamName);
+      if (task) await this.advance(event.tenantId, task.runId);
       return;
     }
     if (!TURN_ENDS.has(event.type)) return;
+    // Most conversations are no run's task: their first event says so, without reading the rest.
+    const task = await this.taskOfConversation(event.tenantId, event.streamName);
+    if (!task) return;
+    const { runId, taskId } = task;
     const events = (await this.deps.store.read(event.tenantId, event.streamName, {
       toVersion: event.version,
     })) as unknown as Array<RecordedEvent & ConversationEvent>;
-    const created = events.find((e) => e.type === 'ConversationCreated');
-    const metadata = created?.type === 'ConversationCreated' ? created.data.metadata : undefined;
-    const runId = metadata?.[RUN_ID_KEY];
-    const taskId = metadata?.[TASK_ID_KEY];
-    if (!runId || !taskId) return;
     const turnId = turnIdOf(event);
     const outcome = taskOutcomeOf(
       { taskId },
@@ -119,11 +118,16 @@ export class RunManager {
     await this.deps.runs.apply(event.tenantId, runId, outcome, causedBy(event));
   }
 
-  /** The run a conversation is a task of (its creation's metadata), if any. */
-  private async runOfConversation(tenantId: string, stream: string): Promise<string | undefined> {
+  /** The run and task a conversation is (its creation's metadata), if it is a task. */
+  private async taskOfConversation(
+    tenantId: string,
+    stream: string,
+  ): Promise<{ runId: string; taskId: string } | undefined> {
     const [created] = await this.deps.store.read(tenantId, stream, { toVersion: 1 });
     const metadata = (created?.data as { metadata?: Record<string, string> } | undefined)?.metadata;
-    return metadata?.[RUN_ID_KEY];
+    const runId = metadata?.[RUN_ID_KEY];
+    const taskId = metadata?.[TASK_ID_KEY];
+    return runId && taskId ? { runId, taskId } : undefined;
   }
 
   /** Model calls the run's running tasks have made so far (their turns' usage events). */
