@@ -63,7 +63,9 @@ const setup = async () => {
     (await store.read('acme', `conversation-${conversationId}`)).filter((e) => e.type === 'UserMessageAdded');
   /** Every message submitted in the tenant, whatever conversation: an orphan turn would show here. */
   const allTurns = async () =>
-    (await store.readAll({ scope: { tenantId: 'acme' } })).events.filter((e) => e.type === 'UserMessageAdded');
+    (await store.readAll({ scope: { tenantId: 'acme' } })).events.filter(
+      (e) => e.type === 'UserMessageAdded',
+    );
   return { store, runs, instance, turnsOf, allTurns };
 };
 
