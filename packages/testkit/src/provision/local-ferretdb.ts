@@ -40,7 +40,7 @@ export async function localFerretDb(
   const database = tryPostgres ? await freshPostgresDatabase() : undefined;
   if (requested === 'pg' && !database) {
     throw new Error(
-      `${FERRETDB_BACKEND_ENV}=pg but no PostgreSQL answered (set ${POSTGRES_URL_ENV}, or start it; psql must be installed)`,
+      `${FERRETDB_BACKEND_ENV}=pg but no PostgreSQL answered with connections to spare (set ${POSTGRES_URL_ENV}, or start it; psql must be installed)`,
     );
   }
   const [port, debugPort] = await Promise.all([freePort(), freePort()]);

@@ -19,6 +19,8 @@ export interface FreshDatabase {
 }
 
 const run = promisify(execFile);
+/** Connections left for others (superuser slots, psql, another tool) when judging whether a pool fits. */
+const RESERVED_CONNECTIONS = 10;
 
 /** Env var: the most PostgreSQL connections one FerretDB may hold (default 30). */
 export const POSTGRES_POOL_ENV = 'KEEL_TEST_FERRETDB_PG_POOL';
@@ -45,6 +47,12 @@ export async function freshPostgresDatabase(): Promise<FreshDatabase | undefined
     ).stdout;
   try {
     await dropOrphans(sql);
+    // Several runs on one machine share the server's connections: with too few left for this
+    // FerretDB's pool, its queries would fail, so the caller falls back to SQLite instead.
+    const free = Number(
+      (await sql(`SELECT current_setting('max_connections')::int - count(*) FROM pg_stat_activity`)).trim(),
+    );
+    if (!(free >= poolSize() + RESERVED_CONNECTIONS)) return undefined;
     const name = `${PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
     await sql(`CREATE DATABASE "${name}"`);
     const url = new URL(adminUrl);
