@@ -44,3 +44,13 @@ export interface AgentOptions {
   promptCache?: boolean;
   context?: ContextPolicy;
 }
+
+/** What a tool's results name (API.md working memory): JSONPaths into the result. */
+export interface MemoryDeclaration {
+  /** The entity's kind, e.g. `page`. */
+  type: string;
+  /** JSONPath to the entity's id, e.g. `$.id`. */
+  id: string;
+  /** JSONPath to a human label, e.g. `$.title`. */
+  label?: string;
+}

@@ -1,6 +1,6 @@
 import type { EventData } from '@keel/core';
 import type { AgentPhases } from './conversation-events.js';
-import type { AgentOptions } from './model-events.js';
+import type { AgentOptions, MemoryDeclaration } from './model-events.js';
 
 /** Category of the tenant configuration streams: `tenantconfig-<tenantId>`. */
 export const TENANT_CONFIG_CATEGORY = 'tenantconfig';
@@ -33,6 +33,8 @@ export interface ToolDefinition {
   roles: KeyRole[];
   phases: string[];
   timeoutMs: number;
+  /** What its results name, for the conversation's working memory. */
+  memory?: MemoryDeclaration[];
 }
 
 /** An agent as stored (API.md `PUT /v1/agents/{agentId}`). */

@@ -146,6 +146,7 @@ describe('tenant configuration over gRPC', () => {
       phases: [],
       timeoutMs: 10_000,
       builtin: false,
+      memoryJson: '',
     });
 
     const { data } = await call<{ data: Array<{ name: string; builtin: boolean; kind: string }> }>(
@@ -200,6 +201,7 @@ describe('tenant configuration over gRPC', () => {
       temperature: 0,
       toolResultMaxChars: 8_000,
       phasesJson: '',
+      optionsJson: '',
     };
     const { agent: put } = await call('putAgent', {
       context: context('admin'),

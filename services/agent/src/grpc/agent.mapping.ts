@@ -1,6 +1,6 @@
 // Proto types stop here: requests become the runtime's inputs, results become responses.
 import { ValidationError, exceedsJsonDepth } from '@keel/core';
-import type { AgentDefinition, AgentPhases, KeyRole, ToolDefinition } from '@keel/events';
+import type { AgentDefinition, AgentPhases, KeyRole, MemoryDeclaration, ToolDefinition } from '@keel/events';
 import type { Agent as AgentMessage, Tool as ToolMessage } from '@keel/proto/keel/agent/v1/agent';
 import type {
   Conversation as ConversationMessage,
@@ -19,6 +19,7 @@ import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.comma
 import type { ConversationView, ListedConversation } from '../conversation/conversation.service.js';
 import type { BuiltinToolInfo } from '../turn/tool-catalog.js';
 import { agentOptionsOf } from '../models/agent-options.js';
+import { checkMemory } from '../turn/working-memory.js';
 
 /** Deepest JSON a tool schema or an agent's phases may nest (the gateway checks the same). */
 export const MAX_JSON_DEPTH = 32;
@@ -154,7 +155,23 @@ export const toolDefinitionOf = (tool: ToolMessage): ToolDefinition => {
     roles: [...tool.roles] as KeyRole[],
     phases: [...tool.phases],
     timeoutMs: tool.timeoutMs || DEFAULT_TOOL_TIMEOUT_MS,
+    ...memoryOf(tool.memoryJson),
   };
+};
+
+/** A tool's memory declarations from PutTool's `memoryJson`, checked (JSONPaths), naming the field. */
+const memoryOf = (json: string): { memory?: MemoryDeclaration[] } => {
+  if (json.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new ValidationError('memory must be a JSON list', { field: 'memory' });
+  }
+  if (!Array.isArray(value)) throw new ValidationError('memory must be a list', { field: 'memory' });
+  const memory = value as MemoryDeclaration[];
+  checkMemory(memory);
+  return memory.length === 0 ? {} : { memory };
 };
 
 /**
@@ -187,6 +204,7 @@ export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
   phases: [...tool.phases],
   timeoutMs: tool.timeoutMs,
   builtin: false,
+  memoryJson: tool.memory ? JSON.stringify(tool.memory) : '',
 });
 
 /** A built-in tool as ListTools answers it: callable by any role in any phase, never approved. */
@@ -201,6 +219,7 @@ export const builtinToolMessage = (tool: BuiltinToolInfo): ToolMessage => ({
   phases: [],
   timeoutMs: 0,
   builtin: true,
+  memoryJson: '',
 });
 
 const phasesOf = (text: string): AgentPhases | undefined => {

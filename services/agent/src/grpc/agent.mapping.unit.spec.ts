@@ -100,6 +100,7 @@ describe('configuration requests', () => {
     phases: [],
     timeoutMs: 0,
     builtin: true,
+    memoryJson: '',
   };
 
   it('fills the API defaults of a tool and parses its schema', () => {

@@ -1,5 +1,5 @@
 import type { PromptMessage } from '../prompt/prompt.js';
-import { STATE_SECTION } from '../prompt/prompt.js';
+import { KNOWN_ENTITIES_SECTION, STATE_SECTION } from '../prompt/prompt.js';
 
 /** A text block of a message's content, with an explicit cache breakpoint when `cached`. */
 export interface CacheTextBlock {
@@ -12,7 +12,9 @@ export interface CacheTextBlock {
 
 /** The system prompt split at its stable prefix: the prefix (a breakpoint after it), then the per-conversation rest. */
 export const systemBlocks = (system: string): CacheTextBlock[] => {
-  const cut = system.indexOf(STATE_SECTION);
+  // The first per-conversation section (state, known entities) ends the stable prefix.
+  const cuts = [system.indexOf(STATE_SECTION), system.indexOf(KNOWN_ENTITIES_SECTION)].filter((i) => i >= 0);
+  const cut = cuts.length === 0 ? -1 : Math.min(...cuts);
   const stable = cut < 0 ? system : system.slice(0, cut);
   const rest = cut < 0 ? '' : system.slice(cut);
   return [

@@ -29,6 +29,9 @@ const RULES = [
 /** Where the per-conversation part of the system prompt starts: what is before it is the stable prefix. */
 export const STATE_SECTION = '\n\n# State\n';
 
+/** The heading of the working-memory section, after the stable prefix too (turn/working-memory.ts). */
+export const KNOWN_ENTITIES_SECTION = '\n\n# Known entities\n';
+
 /**
  * The system prompt, in sections ordered from the most stable to the least: role, rules,
  * instructions and tools (per agent), then state (per conversation). Everything before the state

@@ -18,8 +18,7 @@ import type { Conversation, CurrentTurn } from '../conversation/conversation.sta
 import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/model-step.js';
 import { modelOptionsOf } from '../model/fallback-model-step.js';
 import type { PricedUsage, UsagePricing } from '../pricing/usage-pricing.js';
-import { promptMessages } from '../prompt/prompt.js';
-import { applyContextPolicy } from './context-policy.js';
+import { promptOf } from './turn-prompt.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { CallContext } from '../call-context.js';
 import type { ConversationService } from '../conversation/conversation.service.js';
@@ -216,7 +215,7 @@ export class TurnWorker {
       const output = await this.deps.modelStep({
         model,
         credentials: this.credentials(tenant, tenantId, model),
-        messages: applyContextPolicy(promptMessages(agent, tools, state), agent.options?.context).messages,
+        messages: promptOf(agent, tools, state, tenant),
         tools,
         temperature: agent.temperature,
         ...modelOptionsOf(agent, (fallback) => this.credentials(tenant, tenantId, fallback)),

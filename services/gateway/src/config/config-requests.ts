@@ -13,6 +13,7 @@ import {
   optionalWord,
 } from './request-fields.js';
 import { AGENT_OPTION_FIELDS, agentOptionsJson } from '../models/agent-options.js';
+import { memoryJsonOf } from '../models/tool-memory.js';
 
 /** A tool's `timeoutMs` when the body leaves it out (API.md's example), and its range. */
 export const TOOL_TIMEOUT_MS = { default: 10_000, min: 100, max: 120_000 } as const;
@@ -63,6 +64,7 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     'roles',
     'phases',
     'timeoutMs',
+    'memory',
   ]);
   const inputSchema = optionalJsonObject(object.inputSchema, 'inputSchema', MAX_SCHEMA_BYTES);
   if (inputSchema === undefined) fail('inputSchema', 'inputSchema is required (a JSON schema object)');
@@ -77,6 +79,7 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     roles: optionalStrings(object.roles, 'roles', 3, 16) ?? [],
     phases: optionalStrings(object.phases, 'phases', 50, 64) ?? [],
     timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,
+    memoryJson: memoryJsonOf(object.memory),
   };
 };
 

@@ -33,6 +33,7 @@ describe('tenant configuration bodies', () => {
       roles: [],
       phases: [],
       timeoutMs: 10_000, // absent: API.md's default; given, it must be in range
+      memoryJson: '',
     });
     expect(toolView({ ...tool, timeoutMs: 10_000, builtin: false })).toMatchObject({
       inputSchema: schema,

@@ -14,6 +14,7 @@ export interface ToolView {
   phases?: string[];
   timeoutMs?: number;
   builtin: boolean;
+  memory?: unknown;
 }
 
 /** An agent as `PUT /v1/agents/{id}` and `GET /v1/agents` answer it. */
@@ -46,6 +47,7 @@ export const toolView = (tool: ToolMessage & { builtin?: boolean }): ToolView =>
   ...(tool.phases && tool.phases.length > 0 ? { phases: tool.phases } : {}),
   ...(tool.timeoutMs ? { timeoutMs: tool.timeoutMs } : {}),
   builtin: tool.builtin === true,
+  ...(tool.memoryJson ? { memory: parsed(tool.memoryJson) } : {}),
 });
 
 /** The agent message as JSON: `agentId` is `id`, `phasesJson` is `phases`. */

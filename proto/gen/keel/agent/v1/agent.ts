@@ -148,6 +148,11 @@ export interface Tool {
   timeoutMs: number;
   /** True for the platform's built-in tools (read-only here); ignored in PutTool. */
   builtin: boolean;
+  /**
+   * What the tool's results name, for the conversation's working memory, as JSON text:
+   * `[{ "type": "page", "id": "$.id", "label"?: "$.title" }]` (JSONPaths into the result); empty: none.
+   */
+  memoryJson: string;
 }
 
 /** Request of AgentService.PutTool. */
@@ -1047,6 +1052,7 @@ function createBaseTool(): Tool {
     phases: [],
     timeoutMs: 0,
     builtin: false,
+    memoryJson: "",
   };
 }
 
@@ -1081,6 +1087,9 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.builtin !== false) {
       writer.uint32(80).bool(message.builtin);
+    }
+    if (message.memoryJson !== "") {
+      writer.uint32(90).string(message.memoryJson);
     }
     return writer;
   },
@@ -1178,6 +1187,14 @@ export const Tool: MessageFns<Tool> = {
             message.builtin = reader.bool();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.memoryJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1210,6 +1227,11 @@ export const Tool: MessageFns<Tool> = {
         ? globalThis.Number(object.timeout_ms)
         : 0,
       builtin: isSet(object.builtin) ? globalThis.Boolean(object.builtin) : false,
+      memoryJson: isSet(object.memoryJson)
+        ? globalThis.String(object.memoryJson)
+        : isSet(object.memory_json)
+        ? globalThis.String(object.memory_json)
+        : "",
     };
   },
 
@@ -1245,6 +1267,9 @@ export const Tool: MessageFns<Tool> = {
     if (message.builtin !== false) {
       obj.builtin = message.builtin;
     }
+    if (message.memoryJson !== "") {
+      obj.memoryJson = message.memoryJson;
+    }
     return obj;
   },
 
@@ -1263,6 +1288,7 @@ export const Tool: MessageFns<Tool> = {
     message.phases = object.phases?.map((e) => e) || [];
     message.timeoutMs = object.timeoutMs ?? 0;
     message.builtin = object.builtin ?? false;
+    message.memoryJson = object.memoryJson ?? "";
     return message;
   },
 };

@@ -1,0 +1,106 @@
+// Working memory end to end, with the gateway, agent and tools as processes on NATS and FerretDB
+// and the fake OpenAI server as the model (API.md "Working memory"): an entity one turn's tool
+// result names (by the tool's memory JSONPaths) is in the next turn's prompt under "Known
+// entities"; a memory declaration with a JSONPath Keel cannot follow is a 400 naming it.
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import { fakeReply, lastUserMessageIncludes } from '@keel/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import { answerOf, openTurnStream } from './support/http.js';
+
+describe('working memory (gateway, agent, tools as processes)', () => {
+  let platform: GatewayPlatform;
+  let keys: Record<'admin' | 'editor', string>;
+  let pages: Server;
+  let pagesUrl: string;
+
+  const putTool = (body: Record<string, unknown>) =>
+    platform.request('PUT', '/v1/tools/get_page', keys.admin, body).then(answerOf);
+  const tool = {
+    description: 'Read a page',
+    inputSchema: { type: 'object', properties: { slug: { type: 'string' } } },
+    kind: 'webhook',
+    approval: 'never',
+  };
+
+  beforeAll(async () => {
+    pages = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'p-42', title: 'Pricing page', body: 'Our prices.' }));
+    });
+    await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
+    pagesUrl = `http://127.0.0.1:${(pages.address() as { port: number }).port}/page`;
+    platform = await startGatewayPlatform('workmem');
+    ({ keys } = await platform.tenantWithKeys('workmem-a', ['admin', 'editor']));
+    expect((await answerOf(await platform.request('POST', '/v1/webhook-secret', keys.admin))).status).toBe(
+      201,
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    await platform?.stop();
+    await new Promise<void>((resolve) => pages?.close(() => resolve()));
+  });
+
+  it("names an entity from one turn's tool result in the next turn's prompt", async () => {
+    const memory = [{ type: 'page', id: '$.id', label: '$.title' }];
+    const stored = await putTool({ ...tool, url: pagesUrl, memory });
+    expect(stored.status).toBe(200);
+    expect(stored.body).toMatchObject({ memory });
+    const agent = await platform.request('PUT', '/v1/agents/editor', keys.admin, {
+      model: 'openai:gpt-4o-mini',
+      tools: ['get_page'],
+    });
+    expect(agent.status).toBe(200);
+    platform.fake.on(
+      lastUserMessageIncludes('[wm-1]'),
+      fakeReply.toolCalls([{ name: 'get_page', arguments: { slug: 'pricing' } }]),
+      fakeReply.text('Found the pricing page.'),
+    );
+    platform.fake.on(lastUserMessageIncludes('[wm-2]'), fakeReply.text('Updated it.'));
+
+    const created = await answerOf(
+      await platform.request('POST', '/v1/conversations', keys.editor, { agentId: 'editor' }),
+    );
+    const { id } = created.body as { id: string };
+    for (const content of ['Find the pricing page [wm-1]', 'Now update that page [wm-2]']) {
+      const stream = await openTurnStream(platform.base, keys.editor, id, { content });
+      const frames = await stream.until(
+        (f) => f.event === 'turn.completed' || f.event === 'turn.failed',
+        30_000,
+      );
+      stream.close();
+      expect(frames.at(-1)!.event).toBe('turn.completed');
+    }
+    const systemOf = (marker: string): string[] =>
+      platform.fake.requests
+        .filter((r) => JSON.stringify(r.body?.messages ?? '').includes(marker))
+        .map((r) => String(r.body!.messages[0]!.content));
+    const [beforeTool] = systemOf('[wm-1]');
+    expect(beforeTool).not.toContain('# Known entities');
+    const nextTurn = systemOf('[wm-2]');
+    expect(nextTurn).toHaveLength(1);
+    expect(nextTurn[0]).toContain('# Known entities');
+    expect(nextTurn[0]).toContain('- page p-42: Pricing page');
+  });
+
+  it('refuses a memory declaration it cannot follow, naming the field, and stores nothing', async () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [[{ type: 'page', id: 'id' }], /memory\[0\]\.id/],
+      [[{ type: 'page', id: '$.id', label: '$..title' }], /memory\[0\]\.label/],
+      [[{ id: '$.id' }], /memory\[0\]\.type/],
+      ['$.id', /memory/],
+    ];
+    for (const [memory, field] of cases) {
+      const answer = await platform
+        .request('PUT', '/v1/tools/bad_tool', keys.admin, { ...tool, url: pagesUrl, memory })
+        .then(answerOf);
+      expect(answer.status, JSON.stringify(memory)).toBe(400);
+      expect((answer.body as { detail: string }).detail).toMatch(field);
+    }
+    const listed = await answerOf(await platform.request('GET', '/v1/tools', keys.admin));
+    expect(JSON.stringify(listed.body)).not.toContain('bad_tool');
+  });
+});
