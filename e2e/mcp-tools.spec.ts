@@ -328,8 +328,8 @@ describe('MCP servers as a tool source', () => {
     expect(frames.at(-1)?.event).toBe('turn.completed');
     const asked = frames
       .filter((f) => f.event === 'approval.required')
-      .map((f) => (f.data as { args: unknown }).args);
-    expect(asked).toEqual([{ id: 'home' }]);
+      .map((f) => f.data as { args: unknown; message?: string });
+    expect(asked).toEqual([expect.objectContaining({ args: { id: 'home' }, message: 'Delete page home?' })]);
     expect(results(frames).map((r) => [r.name, r.ok])).toEqual([
       ['pages__delete_page', true],
       ['pages__delete_page', true],
@@ -344,7 +344,10 @@ describe('MCP servers as a tool source', () => {
     ]);
     expect((await call('DELETE', '/v1/mcp-servers/danger', keys.admin)).status).toBe(204);
     const listed = await call('GET', '/v1/mcp-servers', keys.admin);
-    expect((listed.body as { data: Array<{ name: string }> }).data.map((s) => s.name)).toEqual(['cms', 'pages']);
+    expect((listed.body as { data: Array<{ name: string }> }).data.map((s) => s.name)).toEqual([
+      'cms',
+      'pages',
+    ]);
     expect((await call('POST', '/v1/mcp-servers/danger/refresh', keys.admin)).status).toBe(404);
   });
 });

@@ -131,7 +131,16 @@ export type ToolCallRequested = EventData<
 /** A tool call needs a person's decision before it runs (API `approval.required`). */
 export type ApprovalRequested = EventData<
   'ApprovalRequested',
-  { turnId: string; approvalId: string; toolCallId: string; name: string; args: unknown; requestedAt: string }
+  {
+    turnId: string;
+    approvalId: string;
+    toolCallId: string;
+    name: string;
+    args: unknown;
+    /** The tool's approval policy's message, filled from the arguments (API `approval.required`). */
+    message?: string;
+    requestedAt: string;
+  }
 >;
 
 /** A person approved or denied a tool call (API `approval.decided`). */

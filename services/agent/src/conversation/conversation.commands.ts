@@ -5,7 +5,8 @@ export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
 
 /** The guard's verdict on one tool call the model asked for (computed before `decide`, purely). */
 export type ToolCallVerdict =
-  { kind: 'allow'; approval: 'never' | 'always' } | { kind: 'refuse'; error: EventError };
+  | { kind: 'allow'; approval: 'never' | 'always'; approvalMessage?: string }
+  | { kind: 'refuse'; error: EventError };
 
 /** Commands of the conversation aggregate. `at` is the time the caller observed (deciders read no clock). */
 export type ConversationCommand =

@@ -192,7 +192,18 @@ const toolCallEvents = (
     if (!approvalId) throw new ValidationError(`no approval id for tool call ${toolCallId}`);
     return [
       requested,
-      { type: 'ApprovalRequested', data: { turnId, approvalId, toolCallId, name, args, requestedAt: at } },
+      {
+        type: 'ApprovalRequested',
+        data: {
+          turnId,
+          approvalId,
+          toolCallId,
+          name,
+          args,
+          ...(verdict.approvalMessage === undefined ? {} : { message: verdict.approvalMessage }),
+          requestedAt: at,
+        },
+      },
     ];
   });
 };

@@ -3,6 +3,7 @@ import { exceedsJsonDepth } from '@keel/core';
 import type { AgentDefinition } from '@keel/events';
 import { turnIdOf } from '@keel/events';
 import { approvalFor } from '@keel/tooling';
+import type { ApprovalVerdict } from '@keel/tooling';
 import type { ConversationCommand, ToolCallVerdict } from '../conversation/conversation.commands.js';
 import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
 import { guardToolCall } from '../guard/tool-guard.js';
@@ -114,16 +115,20 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
           ? ctx.validate(tool.inputSchema, call.args)
           : [];
     const { agent } = ctx;
-    return {
-      verdict: guardToolCall({
-        name: call.name,
-        argErrors,
-        tool: tool && { ...tool, approval: approvalOf(tool, call.args, ctx.validate) },
-        agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
-        role: ctx.role,
-        phase: ctx.phase,
-      }),
-    };
+    const approval = tool && approvalOf(tool, call.args, ctx.validate);
+    const verdict = guardToolCall({
+      name: call.name,
+      argErrors,
+      tool: tool && { ...tool, approval: approval?.required ? 'always' : 'never' },
+      agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
+      role: ctx.role,
+      phase: ctx.phase,
+    });
+    // The policy's filled message goes with the approval it asks for.
+    if (verdict.kind === 'allow' && approval?.required && approval.message !== undefined) {
+      return { verdict: { ...verdict, approvalMessage: approval.message } };
+    }
+    return { verdict };
   } catch (error) {
     const name = String(call.name).slice(0, 64);
     const message = `the call to "${name}" could not be checked; do the task without it.`;
@@ -131,15 +136,9 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
   }
 };
 
-/** The guard's never or always for this call: the tool's policy applied to its arguments. */
-const approvalOf = (
-  tool: ResolvedTool,
-  args: unknown,
-  validate: ToolCatalog['validate'],
-): 'never' | 'always' =>
-  approvalFor(tool.approval, args, (schema, value) => validate(schema, value).length === 0).required
-    ? 'always'
-    : 'never';
+/** What the tool's approval policy says of this call's arguments. */
+const approvalOf = (tool: ResolvedTool, args: unknown, validate: ToolCatalog['validate']): ApprovalVerdict =>
+  approvalFor(tool.approval, args, (schema, value) => validate(schema, value).length === 0);
 
 /** What a model answer is recorded with besides the answer itself. */
 export interface RecordingInput {

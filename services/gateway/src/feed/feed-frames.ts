@@ -29,7 +29,14 @@ const DURABLE: DurableMapping = {
   ],
   ApprovalRequested: (d) => [
     'approval.required',
-    { turnId: d.turnId, approvalId: d.approvalId, toolCallId: d.toolCallId, name: d.name, args: d.args },
+    {
+      turnId: d.turnId,
+      approvalId: d.approvalId,
+      toolCallId: d.toolCallId,
+      name: d.name,
+      args: d.args,
+      ...(d.message !== undefined ? { message: d.message } : {}),
+    },
   ],
   ApprovalDecided: (d) => ['approval.decided', { approvalId: d.approvalId, decision: d.decision, by: d.by }],
   ToolCallCompleted: (d) => [
