@@ -146,8 +146,16 @@ async function measureThroughput(platform: Platform, fake: FakeOpenAI): Promise<
     Array.from({ length: LOAD_PARALLEL }, async () => {
       while (next < ids.length) {
         const id = ids[next++]!;
-        const turn = await streamTurn(platform, id).catch(() => undefined);
+        const turn = await streamTurn(platform, id).catch((error: unknown) => {
+          if (process.env.BENCH_ECHO === '1')
+            console.error(`turn-latency: load turn failed: ${String(error)}`);
+          return undefined;
+        });
         if (turn?.completed) completed++;
+        else if (turn && process.env.BENCH_ECHO === '1')
+          console.error(
+            `turn-latency: load turn ended without turn.completed: ${[...turn.frames.keys()].join(' ')}`,
+          );
       }
     }),
   );
