@@ -239,7 +239,9 @@ describe('runs, end to end', () => {
         headers: { authorization: `Bearer ${keys.viewer}`, accept: 'text/event-stream', ...headers },
       });
     const stream = await feed();
-    const frames = await stream.until((f) => f.event === 'run.completed', 30_000);
+    const frames = (await stream.until((f) => f.event === 'run.completed', 30_000)).filter(
+      (f) => f.event !== 'message.delta',
+    );
     stream.close();
     expect(frames.map((f) => f.event)).toEqual([
       'run.started',
@@ -254,12 +256,18 @@ describe('runs, end to end', () => {
     expect(frames.at(-1)!.data).toEqual({ output: 'c' });
     expect(frames.map((f) => Number(f.id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     const resumed = await feed({ 'last-event-id': '5' });
-    const rest = await resumed.until((f) => f.event === 'run.completed', 10_000);
+    const rest = (await resumed.until((f) => f.event === 'run.completed', 10_000)).filter(
+      (f) => f.event !== 'message.delta',
+    );
     resumed.close();
     expect(rest.map((f) => f.id)).toEqual(['6', '7', '8']);
     // Started with Accept: text/event-stream, the answer is the run's stream, ending with the run.
     platform.fake.on(systemPromptIncludes('agent:alpha;'), 'a2');
-    platform.fake.on(systemPromptIncludes('agent:beta;'), 'b2');
+    // Beta's answer streams slowly: its tokens reach the run's stream as message.delta with its taskId.
+    platform.fake.on(
+      systemPromptIncludes('agent:beta;'),
+      fakeReply.text('beta streams its answer', { chunkSize: 4, chunkDelayMs: 150 }),
+    );
     platform.fake.on(systemPromptIncludes('agent:gamma;'), 'c2');
     const live = await openSse(`${platform.base}/v1/runs`, {
       method: 'POST',
@@ -271,8 +279,19 @@ describe('runs, end to end', () => {
       body: JSON.stringify({ teamId: 'line', input: 'Live.' }),
     });
     await live.ended;
-    expect(live.events().map((f) => f.event)).toEqual(frames.map((f) => f.event));
-    expect(live.events().at(-1)!.data).toEqual({ output: 'c2' });
+    const durable = live.events().filter((f) => f.event !== 'message.delta');
+    expect(durable.map((f) => f.event)).toEqual(frames.map((f) => f.event));
+    expect(durable.at(-1)!.data).toEqual({ output: 'c2' });
+    const betaTask = (durable[3]!.data as { taskId: string }).taskId;
+    const deltas = live.events().filter((f) => f.event === 'message.delta');
+    const taskIds = durable
+      .filter((f) => f.event === 'task.started')
+      .map((f) => (f.data as { taskId: string }).taskId);
+    expect(deltas.every((f) => taskIds.includes((f.data as { taskId: string }).taskId))).toBe(true);
+    const beta = deltas.filter((f) => (f.data as { taskId: string }).taskId === betaTask);
+    expect(beta.length).toBeGreaterThan(1);
+    expect('beta streams its answer').toContain(beta.map((f) => (f.data as { text: string }).text).join(''));
+    expect(deltas.every((f) => /^\d+\.\d+$/.test(f.id ?? ''))).toBe(true);
     const other = await platform.tenantWithKeys('runs-feed-other', ['viewer']);
     const hidden = await platform.request('GET', `/v1/runs/${id}/events`, other.keys.viewer);
     expect(hidden.status).toBe(404);

@@ -10,6 +10,7 @@ import { Roles } from '../auth/roles.decorator.js';
 import { REQUEST_ID_HEADER } from '../http/request-id.js';
 import { resumeAfter } from '../feed/feed-frames.js';
 import { EventsFeedService } from '../feed/events-feed.service.js';
+import { readRunFeed } from './run-feed-frames.js';
 
 interface FeedRequest {
   id: string;
@@ -49,10 +50,12 @@ export class RunFeedController {
     if (caller.kind !== 'tenant') throw new Error('run feed reached without a tenant key');
     const stream = await this.findRun(caller.tenantId, runId);
     reply.hijack();
-    void this.feeds.stream(
+    const target = { tenantId: caller.tenantId, conversationId: runId, streamName: stream, after: resume };
+    void this.feeds.serve(
       reply.raw,
       { [REQUEST_ID_HEADER]: request.id },
-      { tenantId: caller.tenantId, conversationId: runId, streamName: stream, after: resume },
+      (signal) => readRunFeed(this.feeds.sources(), target, signal),
+      { tenantId: caller.tenantId, runId },
     );
   }
 

@@ -8,7 +8,7 @@ import { fail, objectWith, optionalWord, requiredString } from '../config/reques
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/idempotency-key.js';
 import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
 import { EventsFeedService } from '../feed/events-feed.service.js';
-import { readFeed } from '../feed/feed-reader.js';
+import { readRunFeed } from './run-feed-frames.js';
 import type { FeedFrame } from '../feed/feed-frames.js';
 import { REQUEST_ID_HEADER } from '../http/request-id.js';
 import { RunClient } from './run.client.js';
@@ -108,7 +108,7 @@ export class RunsController {
     void this.feeds.serve(
       reply.raw,
       { [REQUEST_ID_HEADER]: request.id },
-      (signal) => untilRunEnds(readFeed(this.feeds.sources(), target, signal)),
+      (signal) => untilRunEnds(readRunFeed(this.feeds.sources(), target, signal)),
       { tenantId: context.tenantId, runId: run.id },
     );
   }
