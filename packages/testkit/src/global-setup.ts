@@ -60,7 +60,9 @@ async function provision(): Promise<Infra> {
 
   const [nats, mongo] = await Promise.allSettled([
     envNats ?? (docker ? natsContainer() : localNats()),
-    // The int/e2e runs keep SQLite unless KEEL_TEST_FERRETDB_BACKEND=pg (see provision/local-ferretdb.ts).
+    // SQLite unless KEEL_TEST_FERRETDB_BACKEND=pg: on PostgreSQL the int project passes and its
+    // process-heavy files ran 1.3-1.9x faster, but e2e/turn-stream's agent did not start within 30 s
+    // there on a loaded machine (unexplained yet), so the default waits (provision/local-ferretdb.ts).
     envMongo ?? (docker ? mongoContainer() : localFerretDb({ unset: 'sqlite' })),
   ]);
   if (nats.status === 'rejected' || mongo.status === 'rejected') {
