@@ -275,7 +275,15 @@ describe('the audit service process', () => {
         pages.push(...page.data);
         cursor = page.nextCursor;
       } while (cursor);
-      expect(pages.map((e) => e.type)).toEqual([
+      // Every scripted turn's end is in the trail too; the other entries in order below.
+      const ended = pages.filter((e) => e.type === 'TurnCompleted');
+      expect(ended.length).toBeGreaterThan(0);
+      expect(ended[0]).toMatchObject({
+        target: expect.stringMatching(/^turn:/),
+        details: { finishReason: 'stop' },
+      });
+      const trail = pages.filter((e) => e.type !== 'TurnCompleted');
+      expect(trail.map((e) => e.type)).toEqual([
         'KeyRevoked',
         'TurnCancelled',
         'ApprovalDecided',
@@ -283,26 +291,25 @@ describe('the audit service process', () => {
         'ProviderConfigured',
         'KeyIssued',
       ]);
-      expect(pages[0]).toMatchObject({
+      expect(trail[0]).toMatchObject({
         target: 'key:key-7',
         actor: { keyId: 'operator', role: 'operator', userId: 'operator' },
         requestId: 'req-revoke',
       });
-      expect(pages[2]).toMatchObject({
+      expect(trail[2]).toMatchObject({
         target: 'approval:ap-1',
         actor: { keyId: 'key-ann', role: 'editor', userId: 'ann' },
         requestId: 'req-approve',
         conversationId: 'c0',
         details: { decision: 'deny', reason: 'no', toolCallId: 'tc-1', turnId: 'turn-0' },
       });
-      expect(pages[4]).toMatchObject({ target: 'provider:openai', details: { apiKeySet: 'true' } });
+      expect(trail[4]).toMatchObject({ target: 'provider:openai', details: { apiKeySet: 'true' } });
       expect(JSON.stringify(pages)).not.toMatch(/SEALED|HASH/);
       const times = pages.map((e) => String(e.at));
       expect([...times].sort().reverse()).toEqual(times);
       expect((await client!.listAuditEntries({ tenantId: 'acme', type: 'KeyIssued' })).data).toHaveLength(1);
-      expect((await client!.listAuditEntries({ tenantId: 'globex' })).data.map((e) => e.target)).toEqual([
-        'key:key-8',
-      ]);
+      const globex = (await client!.listAuditEntries({ tenantId: 'globex' })).data;
+      expect(globex.filter((e) => e.type !== 'TurnCompleted').map((e) => e.target)).toEqual(['key:key-8']);
       await expect(
         client!.listAuditEntries({ tenantId: 'acme', cursor: 'not-a-cursor!' }),
       ).rejects.toMatchObject({

@@ -73,6 +73,17 @@ const DESCRIBE: Record<string, (data: Data) => Described> = {
     };
   },
   TeamDeleted: (d) => ({ target: `team:${str(d.teamId)}`, details: {} }),
+  DefaultsConfigured: (d) => {
+    const defaults = fieldsOf(d.defaults);
+    return {
+      target: 'defaults',
+      details: Object.fromEntries(
+        ['model', 'temperature', 'maxSteps'].flatMap((k) =>
+          defaults[k] === undefined ? [] : [[k, String(defaults[k])]],
+        ),
+      ),
+    };
+  },
   // Runs of teams (editor actions): started and cancelled.
   RunStarted: (d) => {
     const team = (d.team ?? {}) as Data;
@@ -90,6 +101,12 @@ const DESCRIBE: Record<string, (data: Data) => Described> = {
     },
   }),
   TurnCancelled: (d) => ({ target: `turn:${str(d.turnId)}`, details: { by: str(d.by) } }),
+  // How turns ended (API.md "Models, defaults and agent options"): the finish reason, or the error's code.
+  TurnCompleted: (d) => ({ target: `turn:${str(d.turnId)}`, details: { finishReason: str(d.finishReason) } }),
+  TurnFailed: (d) => ({
+    target: `turn:${str(d.turnId)}`,
+    details: { code: str(fieldsOf(d.error).code) },
+  }),
   ToolCallCompleted: (d) => ({
     target: `toolcall:${str(d.toolCallId)}`,
     details: { name: str(d.name), ok: String(d.ok === true), turnId: str(d.turnId) },
