@@ -86,6 +86,45 @@ describe('working memory (gateway, agent, tools as processes)', () => {
     expect(nextTurn[0]).toContain('- page p-42: Pricing page');
   });
 
+  it('narrows the offered tools to the intent a message matches and adds its guidance; no match: all tools', async () => {
+    const put = (body: unknown) =>
+      platform.request('PUT', '/v1/agents/router', keys.admin, body).then(answerOf);
+    const intents = [
+      { name: 'read_content', keywords: ['show'], tools: ['get_page'], guidance: 'Read the page first.' },
+    ];
+    expect(
+      (await put({ model: 'openai:gpt-4o-mini', tools: ['get_page', 'calculator'], intents })).status,
+    ).toBe(200);
+    const bad = await put({ model: 'openai:gpt-4o-mini', tools: ['calculator'], intents });
+    expect(bad.status).toBe(400);
+    expect((bad.body as { detail: string }).detail).toMatch(/intents\[0\]\.tools\[0\]/);
+    platform.fake.on(lastUserMessageIncludes('[int-1]'), fakeReply.text('Here it is.'));
+    platform.fake.on(lastUserMessageIncludes('[int-2]'), fakeReply.text('Four.'));
+    for (const content of ['Show me the pricing page [int-1]', 'What is 2 + 2 [int-2]']) {
+      const created = await answerOf(
+        await platform.request('POST', '/v1/conversations', keys.editor, { agentId: 'router' }),
+      );
+      const { id } = created.body as { id: string };
+      const stream = await openTurnStream(platform.base, keys.editor, id, { content });
+      const frames = await stream.until(
+        (f) => f.event === 'turn.completed' || f.event === 'turn.failed',
+        30_000,
+      );
+      stream.close();
+      expect(frames.at(-1)!.event).toBe('turn.completed');
+    }
+    const request = (marker: string) =>
+      platform.fake.requests.find((r) => JSON.stringify(r.body?.messages ?? '').includes(marker))!.body!;
+    const narrowed = request('[int-1]');
+    expect(narrowed.tools?.map((t) => t.function.name)).toEqual(['get_page']);
+    expect(String(narrowed.messages[0]!.content)).toContain(
+      '# Intent\nread_content (confidence 1): Read the page first.',
+    );
+    const all = request('[int-2]');
+    expect(all.tools?.map((t) => t.function.name).sort()).toEqual(['calculator', 'get_page']);
+    expect(String(all.messages[0]!.content)).not.toContain('# Intent');
+  });
+
   it('refuses a memory declaration it cannot follow, naming the field, and stores nothing', async () => {
     const cases: Array<[unknown, RegExp]> = [
       [[{ type: 'page', id: 'id' }], /memory\[0\]\.id/],

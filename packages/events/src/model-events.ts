@@ -43,6 +43,7 @@ export interface AgentOptions {
   /** Explicit cache breakpoints after the stable prefix, where the provider has them. */
   promptCache?: boolean;
   context?: ContextPolicy;
+  intents?: AgentIntent[];
 }
 
 /** What a tool's results name (API.md working memory): JSONPaths into the result. */
@@ -53,4 +54,13 @@ export interface MemoryDeclaration {
   id: string;
   /** JSONPath to a human label, e.g. `$.title`. */
   label?: string;
+}
+
+/** An agent's intent (API.md "Intents"): keywords that classify a user message, the tools it narrows to, its guidance. */
+export interface AgentIntent {
+  name: string;
+  keywords: string[];
+  /** The tools offered when it matches (absent: all the agent's tools). */
+  tools?: string[];
+  guidance?: string;
 }

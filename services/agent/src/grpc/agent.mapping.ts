@@ -270,7 +270,7 @@ export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
     temperature: agent.temperature,
     toolResultMaxChars: agent.toolResultMaxChars || DEFAULT_TOOL_RESULT_MAX_CHARS,
     ...(phases ? { phases } : {}),
-    ...agentOptionsOf(agent.model, agent.optionsJson),
+    ...agentOptionsOf(agent.model, agent.optionsJson, agent.tools),
   };
 };
 

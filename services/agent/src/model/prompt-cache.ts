@@ -1,5 +1,5 @@
 import type { PromptMessage } from '../prompt/prompt.js';
-import { KNOWN_ENTITIES_SECTION, STATE_SECTION } from '../prompt/prompt.js';
+import { INTENT_SECTION, KNOWN_ENTITIES_SECTION, STATE_SECTION } from '../prompt/prompt.js';
 
 /** A text block of a message's content, with an explicit cache breakpoint when `cached`. */
 export interface CacheTextBlock {
@@ -13,7 +13,9 @@ export interface CacheTextBlock {
 /** The system prompt split at its stable prefix: the prefix (a breakpoint after it), then the per-conversation rest. */
 export const systemBlocks = (system: string): CacheTextBlock[] => {
   // The first per-conversation section (state, known entities) ends the stable prefix.
-  const cuts = [system.indexOf(STATE_SECTION), system.indexOf(KNOWN_ENTITIES_SECTION)].filter((i) => i >= 0);
+  const cuts = [STATE_SECTION, KNOWN_ENTITIES_SECTION, INTENT_SECTION]
+    .map((s) => system.indexOf(s))
+    .filter((i) => i >= 0);
   const cut = cuts.length === 0 ? -1 : Math.min(...cuts);
   const stable = cut < 0 ? system : system.slice(0, cut);
   const rest = cut < 0 ? '' : system.slice(cut);

@@ -11,7 +11,11 @@ export const MAX_FALLBACK_MODELS = 5;
  * model's provider can take, each fallback a `provider:model` of a known provider, neither the
  * model itself nor listed twice. A refusal names the field (`fallbackModels[1]`).
  */
-export const checkAgentOptions = (model: string, options: AgentOptions): void => {
+export const checkAgentOptions = (
+  model: string,
+  options: AgentOptions,
+  tools: readonly string[] = [],
+): void => {
   const { provider } = parseModelId(model);
   if (options.providerOptions) checkProviderOptions(provider, options.providerOptions);
   const fallbacks = options.fallbackModels ?? [];
@@ -20,6 +24,15 @@ export const checkAgentOptions = (model: string, options: AgentOptions): void =>
       field: 'fallbackModels',
     });
   }
+  (options.intents ?? []).forEach((intent, i) =>
+    (intent.tools ?? []).forEach((tool, j) => {
+      if (!tools.includes(tool)) {
+        throw new ValidationError(`intents[${i}].tools[${j}]: "${tool}" is not one of the agent's tools`, {
+          field: `intents[${i}].tools[${j}]`,
+        });
+      }
+    }),
+  );
   fallbacks.forEach((fallback, index) => {
     const field = `fallbackModels[${index}]`;
     try {
@@ -38,7 +51,11 @@ export const checkAgentOptions = (model: string, options: AgentOptions): void =>
  * The `options` of an agent definition from PutAgent's `optionsJson` (the gateway checked its
  * shape), checked against the model; `{}` when there are none.
  */
-export const agentOptionsOf = (model: string, json: string): { options?: AgentOptions } => {
+export const agentOptionsOf = (
+  model: string,
+  json: string,
+  tools: readonly string[] = [],
+): { options?: AgentOptions } => {
   if (json.trim() === '') return {};
   let value: unknown;
   try {
@@ -50,6 +67,6 @@ export const agentOptionsOf = (model: string, json: string): { options?: AgentOp
     throw new ValidationError('agent.optionsJson must be a JSON object', { field: 'agent.optionsJson' });
   }
   const options = value as AgentOptions;
-  checkAgentOptions(model, options);
+  checkAgentOptions(model, options, tools);
   return Object.keys(options).length === 0 ? {} : { options };
 };

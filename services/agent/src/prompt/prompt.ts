@@ -32,6 +32,9 @@ export const STATE_SECTION = '\n\n# State\n';
 /** The heading of the working-memory section, after the stable prefix too (turn/working-memory.ts). */
 export const KNOWN_ENTITIES_SECTION = '\n\n# Known entities\n';
 
+/** The heading of the matched intent's guidance, after the stable prefix too (turn/intents.ts). */
+export const INTENT_SECTION = '\n\n# Intent\n';
+
 /**
  * The system prompt, in sections ordered from the most stable to the least: role, rules,
  * instructions and tools (per agent), then state (per conversation). Everything before the state

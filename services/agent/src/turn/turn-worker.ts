@@ -18,7 +18,8 @@ import type { Conversation, CurrentTurn } from '../conversation/conversation.sta
 import type { ModelStep, ModelStepOutput, ProviderCredentials } from '../model/model-step.js';
 import { modelOptionsOf } from '../model/fallback-model-step.js';
 import type { PricedUsage, UsagePricing } from '../pricing/usage-pricing.js';
-import { promptOf } from './turn-prompt.js';
+import { promptOf, turnIntent } from './turn-prompt.js';
+import { narrowTools } from './intents.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { CallContext } from '../call-context.js';
 import type { ConversationService } from '../conversation/conversation.service.js';
@@ -172,7 +173,8 @@ export class TurnWorker {
       await this.fail(ctx, conversationId, turn, 'agent_not_found', message);
       return;
     }
-    const tools = resolveTools(agent.tools, tenant, this.deps.catalog);
+    const intent = turnIntent(agent, state);
+    const tools = narrowTools(resolveTools(agent.tools, tenant, this.deps.catalog), intent);
     const output = await this.callModel(call, tenant, agent, tools, state);
     if (!output) return;
     // The usage instant selects the price in force; it is also the recorded output's `at`.
@@ -215,7 +217,7 @@ export class TurnWorker {
       const output = await this.deps.modelStep({
         model,
         credentials: this.credentials(tenant, tenantId, model),
-        messages: promptOf(agent, tools, state, tenant),
+        messages: promptOf(agent, tools, state, tenant, turnIntent(agent, state)),
         tools,
         temperature: agent.temperature,
         ...modelOptionsOf(agent, (fallback) => this.credentials(tenant, tenantId, fallback)),

@@ -6,12 +6,20 @@ import {
   optionalIntegerIn,
   optionalNumberIn,
   optionalObject,
+  optionalString,
+  requiredString,
   optionalStrings,
   optionalWord,
 } from '../config/request-fields.js';
 
 /** The agent body's fields this module reads. */
-export const AGENT_OPTION_FIELDS = ['providerOptions', 'fallbackModels', 'promptCache', 'context'] as const;
+export const AGENT_OPTION_FIELDS = [
+  'providerOptions',
+  'fallbackModels',
+  'promptCache',
+  'context',
+  'intents',
+] as const;
 
 /** Drops the undefined fields of an object, so absent stays absent in JSON. */
 const defined = (object: Record<string, unknown>): Record<string, unknown> =>
@@ -60,6 +68,26 @@ const contextOf = (value: unknown): Record<string, unknown> | undefined => {
   });
 };
 
+const intentsOf = (value: unknown): unknown[] | undefined => {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value))
+    return fail('intents', 'intents must be a list of { name, keywords, tools?, guidance? }');
+  if (value.length > 20) return fail('intents', 'intents lists at most 20 intents');
+  return value.map((item: unknown, i) => {
+    const field = `intents[${i}]`;
+    const object = objectWith(item, ['name', 'keywords', 'tools', 'guidance'], field);
+    const keywords = optionalStrings(object.keywords, `${field}.keywords`, 50, 64);
+    if (!keywords || keywords.length === 0)
+      fail(`${field}.keywords`, `${field}.keywords must list at least one word`);
+    return defined({
+      name: requiredString(object.name, `${field}.name`, 64),
+      keywords,
+      tools: optionalStrings(object.tools, `${field}.tools`, 128, 64),
+      guidance: optionalString(object.guidance, `${field}.guidance`, 2000),
+    });
+  });
+};
+
 /** The options of an agent body as PutAgent's `optionsJson`; empty when it sets none. */
 export const agentOptionsJson = (body: Record<string, unknown>): string => {
   const { promptCache } = body;
@@ -70,6 +98,7 @@ export const agentOptionsJson = (body: Record<string, unknown>): string => {
     fallbackModels: optionalStrings(body.fallbackModels, 'fallbackModels', 5, 200),
     promptCache,
     context: contextOf(body.context),
+    intents: intentsOf(body.intents),
   });
   return Object.keys(options).length === 0 ? '' : JSON.stringify(options);
 };
