@@ -151,6 +151,36 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
   }
 };
 
+/** Every tool an agent names exists: the tenant's, a built-in, or a configured MCP server's. */
+const checkAgentTools = (tools: readonly string[], state: TenantConfig): void => {
+  const unknown = tools.filter(
+    (t) =>
+      !hasOwnKey(state.tools, t) &&
+      !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t) &&
+      !isKnownMcpTool(t, state.mcpServers),
+  );
+  if (unknown.length > 0) {
+    const shown = unknown.slice(0, 5).map((t) => (t.length > 64 ? `${t.slice(0, 64)}…` : t));
+    fail(
+      'tools',
+      `unknown tools: ${shown.join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}`,
+    );
+  }
+};
+
+/** An agent's phases: an initial phase, bounded transitions on tools the agent has. */
+const checkPhases = (phases: NonNullable<AgentDefinition['phases']>, tools: readonly string[]): void => {
+  const named = new Set([
+    phases.initial,
+    ...phases.transitions.flatMap((t) => [t.to, ...(t.from ? [t.from] : [])]),
+  ]);
+  if (!phases.initial) fail('phases.initial', 'phases.initial is required');
+  if (phases.transitions.length > 200) fail('phases.transitions', 'at most 200 transitions');
+  const badTool = phases.transitions.find((t) => !tools.includes(t.tool));
+  if (badTool) fail('phases.transitions', `transition on "${badTool.tool}", which the agent does not have`);
+  if (named.size > 50) fail('phases', 'at most 50 phases');
+};
+
 const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   if (!AGENT_ID.test(agent.agentId)) fail('agentId', 'agentId must match ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$');
   if (PROTOTYPE_NAMES.has(agent.agentId)) fail('agentId', `"${agent.agentId}" is reserved`);
@@ -167,19 +197,7 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   if (!Array.isArray(agent.tools) || agent.tools.length > MAX_AGENT_TOOLS) {
     fail('tools', `tools must be a list of at most ${MAX_AGENT_TOOLS} tool names`);
   }
-  const unknown = agent.tools.filter(
-    (t) =>
-      !hasOwnKey(state.tools, t) &&
-      !(BUILTIN_TOOL_NAMES as readonly string[]).includes(t) &&
-      !isKnownMcpTool(t, state.mcpServers),
-  );
-  if (unknown.length > 0) {
-    const shown = unknown.slice(0, 5).map((t) => (t.length > 64 ? `${t.slice(0, 64)}…` : t));
-    fail(
-      'tools',
-      `unknown tools: ${shown.join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}`,
-    );
-  }
+  checkAgentTools(agent.tools, state);
   if (new Set(agent.tools).size !== agent.tools.length) fail('tools', 'tools must not repeat');
   if (!Number.isInteger(agent.maxSteps) || agent.maxSteps < 1 || agent.maxSteps > 100) {
     fail('maxSteps', 'maxSteps must be an integer from 1 to 100');
@@ -189,18 +207,7 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
   if (!Number.isInteger(agent.toolResultMaxChars) || agent.toolResultMaxChars < 100) {
     fail('toolResultMaxChars', 'toolResultMaxChars must be an integer of at least 100');
   }
-  const phases = agent.phases;
-  if (phases) {
-    const named = new Set([
-      phases.initial,
-      ...phases.transitions.flatMap((t) => [t.to, ...(t.from ? [t.from] : [])]),
-    ]);
-    if (!phases.initial) fail('phases.initial', 'phases.initial is required');
-    if (phases.transitions.length > 200) fail('phases.transitions', 'at most 200 transitions');
-    const badTool = phases.transitions.find((t) => !agent.tools.includes(t.tool));
-    if (badTool) fail('phases.transitions', `transition on "${badTool.tool}", which the agent does not have`);
-    if (named.size > 50) fail('phases', 'at most 50 phases');
-  }
+  if (agent.phases) checkPhases(agent.phases, agent.tools);
 };
 
 /** One command of the tenant configuration, by its type. */
@@ -262,6 +269,80 @@ const putProvider = (command: CommandOf<'PutProvider'>, egress: EgressPolicy): T
   ];
 };
 
+const decideTenantConfig = (
+  command: TenantConfigCommand,
+  state: TenantConfig,
+  egress: EgressPolicy,
+): TenantConfigEvent[] => {
+  switch (command.type) {
+    case 'PutTool':
+      return putTool(command, state, egress);
+    case 'PutAgent':
+      return putAgent(command, state);
+    case 'PutProvider':
+      return putProvider(command, egress);
+    case 'RotateWebhookSecret':
+      return [{ type: 'WebhookSecretRotated', data: { secret: command.secret, at: command.at } }];
+    case 'PutTeam':
+      return decidePutTeam(command.team, state, command.at);
+    case 'DeleteTeam':
+      return decideDeleteTeam(command.teamId, state.teams, command.at);
+    case 'PutMcpServer':
+      return decidePutMcpServer(
+        command.put,
+        state.mcpServers,
+        (field, value) => checkUrl(field, value, egress),
+        command.at,
+      );
+    case 'DeleteMcpServer':
+      return decideDeleteMcpServer(command.name, state.mcpServers, command.at);
+    default: {
+      const unknown: never = command;
+      throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
+    }
+  }
+};
+
+/** The entry of `entries` named `name` left out (a deleted team or MCP server). */
+const without = <T>(entries: Record<string, T>, name: string): Record<string, T> =>
+  Object.fromEntries(Object.entries(entries).filter(([key]) => key !== name));
+
+const evolveTenantConfig = (state: TenantConfig, event: TenantConfigEvent): TenantConfig => {
+  switch (event.type) {
+    case 'ToolConfigured':
+      return { ...state, tools: withOwn(state.tools, event.data.tool.name, event.data.tool) };
+    case 'AgentConfigured':
+      return { ...state, agents: withOwn(state.agents, event.data.agent.agentId, event.data.agent) };
+    case 'ProviderConfigured': {
+      const { provider, apiKey, baseUrl } = event.data;
+      return {
+        ...state,
+        providers: {
+          ...state.providers,
+          [provider]: { ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}) },
+        },
+      };
+    }
+    case 'WebhookSecretRotated':
+      return { ...state, webhookSecret: event.data.secret };
+    case 'TeamConfigured':
+      return { ...state, teams: withOwn(state.teams, event.data.team.teamId, event.data.team) };
+    case 'TeamDeleted':
+      return { ...state, teams: without(state.teams, event.data.teamId) };
+    case 'McpServerConfigured': {
+      const { server } = event.data;
+      return { ...state, mcpServers: withOwn(state.mcpServers, server.name, server) };
+    }
+    case 'McpServerDeleted':
+      return { ...state, mcpServers: without(state.mcpServers, event.data.name) };
+    default: {
+      // An event this version does not know (a newer writer's) changes nothing it can read.
+      const _unknown: never = event;
+      return state;
+    }
+  }
+};
+
 /**
  * The tenant configuration aggregate: validates definitions, keeps secrets sealed. `egress` (the
  * `KEEL_EGRESS_ALLOW` policy) judges the URLs tenants aim; pure, it only reads literal hosts.
@@ -270,74 +351,8 @@ export const createTenantConfigDecider = (
   egress: EgressPolicy = new EgressPolicy(),
 ): Decider<TenantConfig, TenantConfigCommand, TenantConfigEvent> => ({
   initialState: () => ({ tools: {}, agents: {}, teams: {}, mcpServers: {}, providers: {} }),
-  decide: (command, state) => {
-    switch (command.type) {
-      case 'PutTool':
-        return putTool(command, state, egress);
-      case 'PutAgent':
-        return putAgent(command, state);
-      case 'PutProvider':
-        return putProvider(command, egress);
-      case 'RotateWebhookSecret':
-        return [{ type: 'WebhookSecretRotated', data: { secret: command.secret, at: command.at } }];
-      case 'PutTeam':
-        return decidePutTeam(command.team, state, command.at);
-      case 'DeleteTeam':
-        return decideDeleteTeam(command.teamId, state.teams, command.at);
-      case 'PutMcpServer':
-        return decidePutMcpServer(
-          command.put,
-          state.mcpServers,
-          (field, value) => checkUrl(field, value, egress),
-          command.at,
-        );
-      case 'DeleteMcpServer':
-        return decideDeleteMcpServer(command.name, state.mcpServers, command.at);
-      default: {
-        const unknown: never = command;
-        throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
-      }
-    }
-  },
-  evolve: (state, event) => {
-    switch (event.type) {
-      case 'ToolConfigured':
-        return { ...state, tools: withOwn(state.tools, event.data.tool.name, event.data.tool) };
-      case 'AgentConfigured':
-        return { ...state, agents: withOwn(state.agents, event.data.agent.agentId, event.data.agent) };
-      case 'ProviderConfigured': {
-        const { provider, apiKey, baseUrl } = event.data;
-        return {
-          ...state,
-          providers: {
-            ...state.providers,
-            [provider]: { ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}) },
-          },
-        };
-      }
-      case 'WebhookSecretRotated':
-        return { ...state, webhookSecret: event.data.secret };
-      case 'TeamConfigured':
-        return { ...state, teams: withOwn(state.teams, event.data.team.teamId, event.data.team) };
-      case 'McpServerConfigured': {
-        const { server } = event.data;
-        return { ...state, mcpServers: withOwn(state.mcpServers, server.name, server) };
-      }
-      case 'McpServerDeleted': {
-        const kept = Object.entries(state.mcpServers).filter(([name]) => name !== event.data.name);
-        return { ...state, mcpServers: Object.fromEntries(kept) };
-      }
-      case 'TeamDeleted': {
-        const teams = Object.entries(state.teams).filter(([teamId]) => teamId !== event.data.teamId);
-        return { ...state, teams: Object.fromEntries(teams) };
-      }
-      default: {
-        // An event this version does not know (a newer writer's) changes nothing it can read.
-        const _unknown: never = event;
-        return state;
-      }
-    }
-  },
+  decide: (command, state) => decideTenantConfig(command, state, egress),
+  evolve: evolveTenantConfig,
 });
 
 /** The tenant configuration decider with no egress range opened (KEEL_EGRESS_ALLOW empty). */

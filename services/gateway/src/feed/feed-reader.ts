@@ -87,11 +87,7 @@ export async function* readFeed(
         since = store.appendCount;
         readAt = Date.now();
         const events = await store.read(tenantId, streamName, { fromVersion: cursor.lastVersion + 1 });
-        for (const frame of durableFrames(events, cursor)) {
-          yield frame;
-          if (signal.aborted) return;
-        }
-        for (const frame of deltaFrames(deltas.queued.splice(0), cursor)) {
+        for (const frame of readPassFrames(events, deltas, cursor)) {
           yield frame;
           if (signal.aborted) return;
         }
@@ -100,16 +96,31 @@ export async function* readFeed(
       if (deltas.queued.length > 0) continue;
       const woken = AbortSignal.any([deltas.wake.signal, signal]);
       await store.waitForAppend(Math.max(0, readAt + pollMs - Date.now()), woken, since);
-      // Only deltas woke the reader: whether the log must be read depends on what they follow.
-      mustRead =
-        !deltas.wake.signal.aborted ||
-        deltas.committedAhead ||
-        store.appendCount !== since ||
-        Date.now() - readAt >= pollMs;
+      mustRead = logMayHaveMore(deltas, store.appendCount !== since, Date.now() - readAt >= pollMs);
     }
   } finally {
     deltas.close();
   }
+}
+
+/**
+ * After a wait: whether the log must be read. Only deltas woke the reader when the wake signal
+ * fired; then it depends on what they follow (a commit ahead of the reader, an append, the poll).
+ */
+const logMayHaveMore = (deltas: DeltaQueue, appended: boolean, pollDue: boolean): boolean =>
+  !deltas.wake.signal.aborted || deltas.committedAhead || appended || pollDue;
+
+/**
+ * One read pass's frames: the log's events, then the deltas queued while they were read. Lazy and
+ * synchronous, so the queue is taken only once the durable frames have gone out.
+ */
+function* readPassFrames(
+  events: Parameters<typeof durableFrames>[0],
+  deltas: DeltaQueue,
+  cursor: FeedCursor,
+): Generator<FeedFrame, void, undefined> {
+  yield* durableFrames(events, cursor);
+  yield* deltaFrames(deltas.queued.splice(0), cursor);
 }
 
 /** Where a feed is: the last version it yielded and the seq of its last delta. */

@@ -15,57 +15,87 @@ export async function* readRunFeed(
   target: FeedTarget,
   signal: AbortSignal,
 ): AsyncGenerator<FeedFrame, void, undefined> {
-  const queue: FeedFrame[] = [];
-  const following = new Map<string, { unsubscribe(): void }>();
-  let wake = (): void => {};
-  let lastVersion = target.after;
-  let n = 0;
-  let finished = false;
-  const push = (frame: FeedFrame): void => {
-    queue.push(frame);
-    wake();
-  };
-  const follow = (taskId: string, conversationId: string): void => {
-    const scope = { kind: 'deltas' as const, tenantId: target.tenantId, conversationId };
-    const subscription = sources.ephemeral.subscribe(scope, (message) => {
-      const delta = ephemeralFrame(message.data, lastVersion, 0);
-      if (delta?.frame.event !== 'message.delta') return;
-      push({
-        ...delta.frame,
-        id: `${lastVersion}.${++n}`,
-        data: { ...(delta.frame.data as object), taskId },
-      });
-    });
-    following.set(taskId, subscription);
-  };
+  const frames = new RunFrames(sources, target);
   const stop = new AbortController();
   const pump = (async () => {
     for await (const frame of readFeed(sources, target, AbortSignal.any([signal, stop.signal]))) {
-      lastVersion = Number(frame.id);
-      n = 0;
-      const data = frame.data as { taskId?: string; conversationId?: string };
-      if (frame.event === 'task.started' && data.taskId && data.conversationId)
-        follow(data.taskId, data.conversationId);
-      if (TASK_ENDS.has(frame.event) && data.taskId) following.get(data.taskId)?.unsubscribe();
-      push(frame);
+      frames.durable(frame);
     }
-  })().finally(() => {
-    finished = true;
-    wake();
-  });
+  })().finally(() => frames.finish());
   try {
     for (;;) {
-      const next = queue.shift();
+      const next = frames.queue.shift();
       if (next) {
         yield next;
         continue;
       }
-      if (finished || signal.aborted) return;
-      await new Promise<void>((resolve) => (wake = resolve));
+      if (frames.finished || signal.aborted) return;
+      await frames.nextPush();
     }
   } finally {
     stop.abort();
-    for (const subscription of following.values()) subscription.unsubscribe();
+    frames.close();
     await pump;
+  }
+}
+
+/** The run feed's merge: durable frames as read, each running task's deltas in between. */
+class RunFrames {
+  readonly queue: FeedFrame[] = [];
+  finished = false;
+  readonly #following = new Map<string, { unsubscribe(): void }>();
+  #wake = (): void => {};
+  #lastVersion: number;
+  #n = 0;
+
+  constructor(
+    private readonly sources: FeedSources,
+    private readonly target: FeedTarget,
+  ) {
+    this.#lastVersion = target.after;
+  }
+
+  /** A frame of the run's log: it starts or ends following a task's deltas. */
+  durable(frame: FeedFrame): void {
+    this.#lastVersion = Number(frame.id);
+    this.#n = 0;
+    const data = frame.data as { taskId?: string; conversationId?: string };
+    if (frame.event === 'task.started' && data.taskId && data.conversationId) {
+      this.#follow(data.taskId, data.conversationId);
+    }
+    if (TASK_ENDS.has(frame.event) && data.taskId) this.#following.get(data.taskId)?.unsubscribe();
+    this.#push(frame);
+  }
+
+  nextPush(): Promise<void> {
+    return new Promise<void>((resolve) => (this.#wake = resolve));
+  }
+
+  finish(): void {
+    this.finished = true;
+    this.#wake();
+  }
+
+  close(): void {
+    for (const subscription of this.#following.values()) subscription.unsubscribe();
+  }
+
+  #push(frame: FeedFrame): void {
+    this.queue.push(frame);
+    this.#wake();
+  }
+
+  #follow(taskId: string, conversationId: string): void {
+    const scope = { kind: 'deltas' as const, tenantId: this.target.tenantId, conversationId };
+    const subscription = this.sources.ephemeral.subscribe(scope, (message) => {
+      const delta = ephemeralFrame(message.data, this.#lastVersion, 0);
+      if (delta?.frame.event !== 'message.delta') return;
+      this.#push({
+        ...delta.frame,
+        id: `${this.#lastVersion}.${++this.#n}`,
+        data: { ...(delta.frame.data as object), taskId },
+      });
+    });
+    this.#following.set(taskId, subscription);
   }
 }

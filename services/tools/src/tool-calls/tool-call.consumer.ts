@@ -309,24 +309,9 @@ export class ToolCallConsumer {
     const tenant = await deps.tenantTools.get(tenantId);
     const tool = resolveTool(call.name, tenant, deps.builtins);
     if (!tool) return { ...failure('unknown_tool', `there is no tool named ${call.name}`), kind: 'unknown' };
-    const secret = this.#webhookSecret(tenantId, tool, call.name, log);
-    if (!secret.opened) {
-      return {
-        ...failure('tool_misconfigured', `the tools service could not sign the call to ${call.name}`),
-        kind: tool.kind,
-      };
-    }
-    const { webhookSecret } = secret;
-    const mcpHeaders = this.#mcpHeaders(tenantId, tool, log);
-    if (mcpHeaders === false) {
-      return {
-        ...failure(
-          'tool_misconfigured',
-          `the tools service could not open the headers of ${call.name}'s server`,
-        ),
-        kind: tool.kind,
-      };
-    }
+    const credentials = this.#credentials(tenantId, tool, call.name, log);
+    if ('refusal' in credentials) return { ...credentials.refusal, kind: tool.kind };
+    const { webhookSecret, mcpHeaders } = credentials;
     // A `refused` result (the tool needs an approval now, though the call was requested without
     // one) is recorded too: nothing ran, and the turn goes on instead of waiting for an approval
     // nobody was asked for.
@@ -353,6 +338,30 @@ export class ToolCallConsumer {
       { signal: running.controller.signal },
     );
     return { ...result, kind: tool.kind };
+  }
+
+  /** What the call needs opened: the tenant's webhook secret, an MCP server's headers; or why not. */
+  #credentials(
+    tenantId: string,
+    tool: NonNullable<ReturnType<typeof resolveTool>>,
+    name: string,
+    log: KeelLogger,
+  ): { webhookSecret?: string; mcpHeaders?: Record<string, string> } | { refusal: Outcome } {
+    const secret = this.#webhookSecret(tenantId, tool, name, log);
+    if (!secret.opened) {
+      return {
+        refusal: failure('tool_misconfigured', `the tools service could not sign the call to ${name}`),
+      };
+    }
+    const mcpHeaders = this.#mcpHeaders(tenantId, tool, log);
+    if (mcpHeaders === false) {
+      const detail = `the tools service could not open the headers of ${name}'s server`;
+      return { refusal: failure('tool_misconfigured', detail) };
+    }
+    return {
+      ...(secret.webhookSecret === undefined ? {} : { webhookSecret: secret.webhookSecret }),
+      ...(mcpHeaders === undefined ? {} : { mcpHeaders }),
+    };
   }
 
   /** An MCP tool's server headers, opened (sealed as one JSON object); false when they do not open. */
