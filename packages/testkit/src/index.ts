@@ -13,4 +13,8 @@ export type { SseFrame, SseStream } from './sse-client.js';
 export { MCP_TEST_TOOLS, startMcpTestServer } from './mcp/mcp-test-server.js';
 export type { McpTestCall, McpTestServer } from './mcp/mcp-test-server.js';
 export { startFakeAnthropic } from './fake-anthropic/fake-anthropic.js';
-export type { FakeAnthropic, FakeAnthropicReply, FakeAnthropicRequest } from './fake-anthropic/fake-anthropic.js';
+export type {
+  FakeAnthropic,
+  FakeAnthropicReply,
+  FakeAnthropicRequest,
+} from './fake-anthropic/fake-anthropic.js';
