@@ -1,12 +1,13 @@
 // The platform at a glance: the operator's counters (GET /v1/operator/overview) or, for a tenant
 // admin, its own tenant's, and the turns running now, live.
-import { useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useSession } from '../api/session';
 import type { Overview as OverviewBody, TenantApproval, UsageReport } from '../api/types';
 import { formatCount, formatUsd } from '../components/format';
 import { PageTitle } from '../components/layout';
 import { LiveTurns } from '../components/live-turns';
 import { ErrorNote, Loading } from '../components/status';
+import { TimeZonePicker, useTimeZone } from '../components/time-zone';
 import { monthStart, todayIn } from './usage-range';
 
 const Stat = ({ label, value, hint }: { label: string; value: string; hint?: string }) => (
@@ -19,10 +20,11 @@ const Stat = ({ label, value, hint }: { label: string; value: string; hint?: str
 
 const OperatorStats = () => {
   const session = useSession();
-  const tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const [tz] = useTimeZone();
   const overview = useQuery({
-    queryKey: ['live-summary', 'overview', session.key],
-    queryFn: () => session.call<OverviewBody>('/v1/operator/overview'),
+    queryKey: ['live-summary', 'overview', session.key, tz],
+    queryFn: () => session.call<OverviewBody>(`/v1/operator/overview?tz=${encodeURIComponent(tz)}`),
+    placeholderData: keepPreviousData,
     refetchInterval: 5000,
   });
   if (overview.isPending) return <Loading what="the overview" />;
@@ -35,20 +37,24 @@ const OperatorStats = () => {
       <Stat label="Approvals pending" value={formatCount(o.approvalsPending)} />
       <Stat label="Client calls pending" value={formatCount(o.clientCallsPending)} />
       <Stat label="Dead letters" value={formatCount(o.deadLetters)} />
-      <Stat label="Cost today" value={formatUsd(o.costTodayUsd)} hint="UTC" />
-      <Stat label="Cost this month" value={formatUsd(o.costMonthUsd)} hint="UTC" />
-      <Stat label="Tokens today" value={formatCount(o.tokensToday)} hint={tz === 'UTC' ? undefined : 'UTC'} />
+      <Stat label="Cost today" value={formatUsd(o.costTodayUsd)} hint={tz} />
+      <Stat label="Cost this month" value={formatUsd(o.costMonthUsd)} hint={tz} />
+      <Stat label="Tokens today" value={formatCount(o.tokensToday)} hint={tz} />
     </div>
   );
 };
 
 const TenantStats = () => {
   const session = useSession();
-  const today = todayIn('UTC');
+  const [tz] = useTimeZone();
+  const today = todayIn(tz);
   const usage = useQuery({
-    queryKey: ['live-summary', 'month-usage', session.key],
+    queryKey: ['live-summary', 'month-usage', session.key, tz],
     queryFn: () =>
-      session.call<UsageReport>(`/v1/usage?from=${monthStart(today)}&to=${today}&tz=UTC&groupBy=day`),
+      session.call<UsageReport>(
+        `/v1/usage?from=${monthStart(today)}&to=${today}&tz=${encodeURIComponent(tz)}&groupBy=day`,
+      ),
+    placeholderData: keepPreviousData,
     refetchInterval: 10_000,
   });
   const approvals = useQuery({
@@ -67,11 +73,11 @@ const TenantStats = () => {
           label="Approvals pending"
           value={approvals.data ? formatCount(approvals.data.data.length) : '…'}
         />
-        <Stat label="Cost today" value={usage.data ? formatUsd(todayRow?.costUsd ?? 0) : '…'} hint="UTC" />
+        <Stat label="Cost today" value={usage.data ? formatUsd(todayRow?.costUsd ?? 0) : '…'} hint={tz} />
         <Stat
           label="Cost this month"
           value={usage.data ? formatUsd(usage.data.totals.costUsd ?? 0) : '…'}
-          hint="UTC"
+          hint={tz}
         />
         <Stat label="Turns this month" value={usage.data ? formatCount(usage.data.totals.turns ?? 0) : '…'} />
       </div>
@@ -85,6 +91,10 @@ export const Overview = () => {
   return (
     <>
       <PageTitle title="Overview" />
+      <section className="card controls" aria-label="Overview time zone">
+        <TimeZonePicker />
+        <span className="muted small">Today and this month are calendar days in this zone.</span>
+      </section>
       {session.isOperator ? <OperatorStats /> : <TenantStats />}
       <LiveTurns feedPath={session.isOperator ? '/v1/operator/events' : '/v1/events'} />
     </>

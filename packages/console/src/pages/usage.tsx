@@ -9,7 +9,8 @@ import { PageTitle } from '../components/layout';
 import { UsageChart, UsageTable } from '../components/usage-views';
 import { ErrorNote, Loading } from '../components/status';
 import { useTenants } from '../components/tenant-picker';
-import { addDays, timeZones, todayIn } from './usage-range';
+import { TimeZonePicker, useTimeZone } from '../components/time-zone';
+import { addDays, todayIn } from './usage-range';
 
 const GROUPS: GroupBy[] = ['day', 'model', 'user', 'agent'];
 const DAYS_SHOWN = 30;
@@ -48,7 +49,7 @@ interface UsageFilter {
 /** The filter, its setters and the query string GET /v1/usage takes for it. */
 const useUsageFilter = () => {
   const session = useSession();
-  const [tz, setTz] = useState('UTC');
+  const [tz] = useTimeZone();
   const [groupBy, setGroupBy] = useState<GroupBy>('day');
   const [scope, setScope] = useState<string>(session.isOperator ? (session.tenantId ?? '') : '');
   // The last 30 days in the zone, until a date is picked.
@@ -59,7 +60,6 @@ const useUsageFilter = () => {
   const params = new URLSearchParams({ from, to, tz, groupBy });
   if (session.isOperator && scope !== '') params.set('tenantId', scope);
   const set = {
-    tz: setTz,
     groupBy: setGroupBy,
     range: setCustom,
     scope: (value: string) => {
@@ -101,16 +101,7 @@ const UsageFilters = ({
           </select>
         </label>
       )}
-      <label className="field">
-        <span>Time zone</span>
-        <select value={filter.tz} onChange={(event) => set.tz(event.target.value)}>
-          {timeZones().map((zone) => (
-            <option key={zone} value={zone}>
-              {zone}
-            </option>
-          ))}
-        </select>
-      </label>
+      <TimeZonePicker />
       <label className="field">
         <span>From</span>
         <input
