@@ -2,7 +2,7 @@ import type { KeelConfig, KeelLogger } from '@keel/runtime';
 import { KEEL_CONFIG, KEEL_LOGGER } from '@keel/runtime';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
-import { ApprovalsController } from './activity/approvals.controller.js';
+import { ApprovalsController, RunningTurnsController } from './activity/approvals.controller.js';
 import { ActivityProjection } from './activity/activity.service.js';
 import { AgentClient, agentAddressFromEnv } from './agent-client/agent.client.js';
 import { AuditController } from './audit/audit.controller.js';
@@ -60,6 +60,7 @@ import { RunFeedController } from './runs/run-feed.controller.js';
     EventsFeedController,
     LogFeedController,
     ApprovalsController,
+    RunningTurnsController,
     OperatorController,
     DeadLettersController,
     UsageController,

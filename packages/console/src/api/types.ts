@@ -93,6 +93,15 @@ export interface TenantApproval extends PendingApproval {
   conversationId: string;
 }
 
+/** A row of GET /v1/turns?status=running: a turn started and not yet ended. */
+export interface RunningTurn {
+  tenantId: string;
+  conversationId: string;
+  turnId: string;
+  agentId: string;
+  startedAt: string;
+}
+
 /** A row of GET /v1/dead-letters (never the event's payload). */
 export interface DeadLetter {
   id: string;

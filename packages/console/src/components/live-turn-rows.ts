@@ -2,9 +2,10 @@
 // after each event of a durable events feed (the operator's or a tenant's). Rows are keyed by
 // conversation, not turn: every frame of the feeds names its conversation, while some events
 // (`approval.decided`) name no turn. A conversation runs one turn at a time; `turn.started`
-// starts its row afresh. Pending approvals seed rows for turns that were waiting before the
-// page opened (the feeds start at the head of the log); an event always wins over a seed.
-import type { FeedEvent, TenantApproval } from '../api/types';
+// starts its row afresh. The turns running and the approvals pending when the page opened seed
+// rows (the feeds start at the head of the log); an event always wins over a seed, and an
+// approval's seed over its turn's.
+import type { FeedEvent, RunningTurn, TenantApproval } from '../api/types';
 
 /** A conversation's latest turn as the live list shows it. */
 export interface TurnRow {
@@ -88,6 +89,22 @@ export const seeded = (
       detail: `${approval.tool} needs approval`,
       costUsd: 0,
       at: Date.parse(approval.requestedAt) || 0,
+    });
+  }
+  return next;
+};
+
+/** The rows with a row added for each running turn's conversation that has none yet. */
+export const seededTurns = (
+  rows: ReadonlyMap<string, TurnRow>,
+  turns: readonly RunningTurn[],
+): Map<string, TurnRow> => {
+  const next = new Map(rows);
+  for (const turn of turns) {
+    if (next.has(turn.conversationId)) continue;
+    next.set(turn.conversationId, {
+      ...started(turn.conversationId, turn.tenantId, Date.parse(turn.startedAt) || 0),
+      detail: `${turn.agentId} running`,
     });
   }
   return next;

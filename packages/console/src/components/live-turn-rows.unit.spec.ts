@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeedEvent, TenantApproval } from '../api/types';
 import type { TurnRow } from './live-turn-rows';
-import { nextRow, seeded } from './live-turn-rows';
+import { nextRow, seeded, seededTurns } from './live-turn-rows';
 
 /** A frame as the log feeds send it: every one names its conversation and tenant. */
 const frame = (event: string, data: Record<string, unknown>): FeedEvent => ({
@@ -87,5 +87,35 @@ describe('the live list of turns, from the events feed', () => {
     expect(
       nextRow(rows.get('c2'), frame('approval.decided', { conversationId: 'c2', decision: 'deny' })),
     ).toMatchObject({ conversationId: 'c2', status: 'running', detail: 'approval deny' });
+  });
+
+  it('turns running when the page opened are rows; an approval seeded first keeps its status', () => {
+    const turn = (conversationId: string) => ({
+      tenantId: 'tn_a',
+      conversationId,
+      turnId: `t-${conversationId}`,
+      agentId: 'support',
+      startedAt: '2026-11-24T02:00:00.000Z',
+    });
+    const waiting: TenantApproval = {
+      tenantId: 'tn_a',
+      conversationId: 'c2',
+      approvalId: 'a1',
+      toolCallId: 'call-1',
+      tool: 'refund',
+      args: {},
+      requestedAt: '2026-11-24T03:00:00.000Z',
+    };
+    const rows = seededTurns(seeded(new Map(), [waiting]), [turn('c1'), turn('c2')]);
+    expect(rows.get('c1')).toMatchObject({
+      tenantId: 'tn_a',
+      status: 'running',
+      detail: 'support running',
+      at: Date.parse('2026-11-24T02:00:00.000Z'),
+    });
+    expect(rows.get('c2')).toMatchObject({ status: 'awaiting_approval' });
+    expect(nextRow(rows.get('c1'), frame('turn.completed', { finishReason: 'stop' }))).toMatchObject({
+      status: 'completed',
+    });
   });
 });

@@ -6,16 +6,16 @@ import { useLocation } from 'wouter';
 import type { FeedStatus } from '../api/feed';
 import { useFeed } from '../api/feed';
 import { useSession } from '../api/session';
-import type { FeedEvent, TenantApproval } from '../api/types';
+import type { FeedEvent, RunningTurn, TenantApproval } from '../api/types';
 import { formatUsd, shortId } from './format';
 import type { TurnRow } from './live-turn-rows';
-import { MAX_ROWS, nextRow, seeded, text } from './live-turn-rows';
+import { MAX_ROWS, nextRow, seeded, seededTurns, text } from './live-turn-rows';
 import { ErrorNote, StatusBadge } from './status';
 import { useTenants } from './tenant-picker';
 
 /**
- * The feed's turns, newest first, and its status, seeded with the turns waiting for approval when
- * the page opened; the counters' queries refresh as turns move.
+ * The feed's turns, newest first, and its status, seeded with the turns running and waiting for
+ * approval when the page opened; the counters' queries refresh as turns move.
  */
 const useLiveTurns = (
   feedPath: string,
@@ -39,18 +39,22 @@ const useLiveTurns = (
     [queryClient],
   );
   const status = useFeed(session, feedPath, tenant, onEvent);
-  const waiting = useQuery({
+  const scope = tenant === undefined ? '' : `&tenantId=${encodeURIComponent(tenant)}`;
+  const seed = useQuery({
     queryKey: ['live-seed', session.key, tenant],
     queryFn: () =>
-      session.call<{ data: TenantApproval[] }>(
-        `/v1/approvals?status=pending${tenant === undefined ? '' : `&tenantId=${encodeURIComponent(tenant)}`}`,
-      ),
+      Promise.all([
+        session.call<{ data: TenantApproval[] }>(`/v1/approvals?status=pending${scope}`),
+        session.call<{ data: RunningTurn[] }>(`/v1/turns?status=running${scope}`),
+      ]),
     staleTime: 0,
     gcTime: 0,
   });
   useEffect(() => {
-    if (waiting.data) setRows((current) => seeded(current, waiting.data.data));
-  }, [waiting.data]);
+    if (!seed.data) return;
+    const [waiting, running] = seed.data;
+    setRows((current) => seededTurns(seeded(current, waiting.data), running.data));
+  }, [seed.data]);
   return { rows: [...rows.values()].sort((a, b) => b.at - a.at).slice(0, MAX_ROWS), status };
 };
 
@@ -120,9 +124,7 @@ export const LiveTurns = ({ feedPath, tenant }: { feedPath: string; tenant?: str
       </div>
       {status.state === 'error' && <ErrorNote error={status.message} prefix="The events feed" />}
       {rows.length === 0 ? (
-        <p className="muted">
-          No turn has started since this page opened: each appears here the moment it starts.
-        </p>
+        <p className="muted">No turn is running: each appears here the moment it starts.</p>
       ) : (
         <TurnsTable rows={rows} />
       )}

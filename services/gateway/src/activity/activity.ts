@@ -21,6 +21,9 @@ export interface RunningTurn {
   tenantId: string;
   conversationId: string;
   turnId: string;
+  agentId: string;
+  /** When the turn started (its TurnStarted's `at`). */
+  startedAt: string;
 }
 
 /**
@@ -45,7 +48,13 @@ export class Activity {
     const turnKey = (turnId: string) => `${tenantId}|${conversationId}|${turnId}`;
     switch (event.type) {
       case 'TurnStarted':
-        this.turns.set(turnKey(event.data.turnId), { tenantId, conversationId, turnId: event.data.turnId });
+        this.turns.set(turnKey(event.data.turnId), {
+          tenantId,
+          conversationId,
+          turnId: event.data.turnId,
+          agentId: event.data.agent.agentId,
+          startedAt: event.data.at,
+        });
         return;
       case 'AssistantMessageCompleted':
         if (event.data.text) this.lastText.set(turnKey(event.data.turnId), event.data.text);
@@ -79,9 +88,11 @@ export class Activity {
     }
   }
 
-  /** Running turns: one tenant's, or every tenant's. */
+  /** Running turns, oldest first: one tenant's, or every tenant's. */
   runningTurns(tenantId?: string): RunningTurn[] {
-    return [...this.turns.values()].filter((turn) => tenantId === undefined || turn.tenantId === tenantId);
+    return [...this.turns.values()]
+      .filter((turn) => tenantId === undefined || turn.tenantId === tenantId)
+      .sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.turnId.localeCompare(b.turnId));
   }
 
   /** Pending approvals, oldest first: one tenant's, or every tenant's. */

@@ -31,13 +31,17 @@ const asked = (tenantId: string, conversationId: string, turnId: string, approva
     requestedAt: at,
   });
 
+/** A TurnStarted of agent `support` at `at`. */
+const started = (tenantId: string, conversationId: string, turnId: string, at = '2026-01-01T00:00:00Z') =>
+  event(tenantId, conversationId, 'TurnStarted', { turnId, agent: { agentId: 'support' }, at });
+
 describe('Activity (running turns and pending approvals folded from the log)', () => {
   it('keeps an approval pending from its request until its decision, with the step text as message', () => {
     const activity = new Activity();
-    activity.apply(event('acme', 'c1', 'TurnStarted', { turnId: 't1' }));
+    activity.apply(started('acme', 'c1', 't1', '2026-01-01T00:00:03Z'));
     activity.apply(event('acme', 'c1', 'AssistantMessageCompleted', { turnId: 't1', text: 'Refunding.' }));
     activity.apply(asked('acme', 'c1', 't1', 'a1', '2026-01-01T00:00:02Z'));
-    activity.apply(event('globex', 'c2', 'TurnStarted', { turnId: 't2' }));
+    activity.apply(started('globex', 'c2', 't2', '2026-01-01T00:00:00Z'));
     activity.apply(asked('globex', 'c2', 't2', 'a2', '2026-01-01T00:00:01Z'));
     expect(activity.pendingApprovals().map((a) => a.approvalId)).toEqual(['a2', 'a1']);
     expect(activity.pendingApprovals('acme')).toEqual([
@@ -57,7 +61,23 @@ describe('Activity (running turns and pending approvals folded from the log)', (
       event('acme', 'c1', 'ApprovalDecided', { turnId: 't1', approvalId: 'a1', decision: 'approve' }),
     );
     expect(activity.pendingApprovals('acme')).toEqual([]);
-    expect(activity.runningTurns().map((t) => t.turnId)).toEqual(['t1', 't2']);
+    // Oldest first, with their agent and start.
+    expect(activity.runningTurns()).toEqual([
+      {
+        tenantId: 'globex',
+        conversationId: 'c2',
+        turnId: 't2',
+        agentId: 'support',
+        startedAt: '2026-01-01T00:00:00Z',
+      },
+      {
+        tenantId: 'acme',
+        conversationId: 'c1',
+        turnId: 't1',
+        agentId: 'support',
+        startedAt: '2026-01-01T00:00:03Z',
+      },
+    ]);
   });
 
   it('ends a turn on completion, failure or cancel, withdrawing its approvals; tenants never mix', () => {
@@ -67,10 +87,10 @@ describe('Activity (running turns and pending approvals folded from the log)', (
       ['t2', 'TurnFailed'],
       ['t3', 'TurnCancelled'],
     ] as const) {
-      activity.apply(event('acme', 'c1', 'TurnStarted', { turnId }));
+      activity.apply(started('acme', 'c1', turnId));
       activity.apply(asked('acme', 'c1', turnId, `a-${turnId}`, '2026-01-01T00:00:00Z'));
       // The same ids in another tenant are another turn and another approval.
-      activity.apply(event('globex', 'c1', 'TurnStarted', { turnId }));
+      activity.apply(started('globex', 'c1', turnId));
       activity.apply(asked('globex', 'c1', turnId, `a-${turnId}`, '2026-01-01T00:00:00Z'));
       activity.apply(event('acme', 'c1', end, { turnId }));
     }
@@ -85,7 +105,7 @@ describe('Activity (running turns and pending approvals folded from the log)', (
     expect(conversationOf('tenants-registry')).toBeUndefined();
     expect(conversationOf('conversations-x')).toBeUndefined();
     const activity = new Activity();
-    activity.apply({ ...event('acme', 'x', 'TurnStarted', { turnId: 't' }), streamName: 'run-x' });
+    activity.apply({ ...started('acme', 'x', 't'), streamName: 'run-x' });
     expect(activity.runningTurns()).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { NotFoundError } from '@keel/core';
 import type { Principal } from '../auth/principal.js';
 import { fail } from '../config/request-fields.js';
 import type { TenantDirectory } from '../tenants/tenant-directory.js';
-import type { PendingApproval } from './activity.js';
+import type { PendingApproval, RunningTurn } from './activity.js';
 import type { ActivityProjection } from './activity.service.js';
 
 /**
@@ -15,15 +15,30 @@ export const pendingApprovalsFor = async (
   named: string | undefined,
   activity: ActivityProjection,
   directory: TenantDirectory,
-): Promise<PendingApproval[]> => {
+): Promise<PendingApproval[]> => activity.pendingApprovals(await activityScope(caller, named, directory));
+
+/** The running turns a caller may see, scoped as pendingApprovalsFor. */
+export const runningTurnsFor = async (
+  caller: Principal,
+  named: string | undefined,
+  activity: ActivityProjection,
+  directory: TenantDirectory,
+): Promise<RunningTurn[]> => activity.runningTurns(await activityScope(caller, named, directory));
+
+/** The tenant an activity read is about (undefined: every tenant, operator only). */
+const activityScope = async (
+  caller: Principal,
+  named: string | undefined,
+  directory: TenantDirectory,
+): Promise<string | undefined> => {
   if (caller.kind === 'tenant') {
     if (named !== undefined && named !== caller.tenantId)
       return fail('tenantId', 'tenantId is for the operator key: a tenant key reads its own tenant');
-    return activity.pendingApprovals(caller.tenantId);
+    return caller.tenantId;
   }
   if (named !== undefined) {
     await directory.catchUp();
     if (!directory.tenant(named)) throw new NotFoundError(`tenant ${named} not found`);
   }
-  return activity.pendingApprovals(named);
+  return named;
 };
