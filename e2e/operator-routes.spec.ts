@@ -196,6 +196,37 @@ describe('operator console routes (gateway, agent, tools, pricing, audit as proc
     refused(await get('/v1/approvals?status=done', acme.keys.admin), 400, 'invalid_request', 'status');
     refused(await get('/v1/approvals?tenantId=tn_nope', platform.operatorKey), 404, 'not_found');
 
+    // Keel addition: the turns running now, scoped like the approvals (waiting for one included).
+    const turns = await get('/v1/turns?status=running', acme.keys.admin);
+    expect(turns.status, turns.text).toBe(200);
+    const running = (turns.body as { data: unknown[] }).data;
+    expect(running).toEqual([
+      {
+        tenantId: acme.id,
+        conversationId,
+        turnId: expect.any(String),
+        agentId: 'support',
+        startedAt: expect.any(String),
+      },
+    ]);
+    expect((await get('/v1/turns?status=running', platform.operatorKey)).body).toEqual({ data: running });
+    expect((await get(`/v1/turns?tenantId=${acme.id}`, platform.operatorKey)).body).toEqual({
+      data: running,
+    });
+    expect((await get('/v1/turns', globex.keys.admin)).body).toEqual({ data: [] });
+    expect((await get('/v1/turns', platform.operatorKey, { 'x-keel-tenant': globex.id })).body).toEqual({
+      data: [],
+    });
+    refused(await get('/v1/turns', acme.keys.editor), 403, 'forbidden');
+    refused(await get('/v1/turns?status=done', acme.keys.admin), 400, 'invalid_request', 'status');
+    refused(
+      await get(`/v1/turns?tenantId=${globex.id}`, acme.keys.admin),
+      400,
+      'invalid_request',
+      'tenantId',
+    );
+    refused(await get('/v1/turns?tenantId=tn_nope', platform.operatorKey), 404, 'not_found');
+
     const overview = await get('/v1/operator/overview', platform.operatorKey);
     expect(overview.status, overview.text).toBe(200);
     expect(overview.body).toMatchObject({
