@@ -100,6 +100,7 @@ describe('working memory (gateway, agent, tools as processes)', () => {
     expect((bad.body as { detail: string }).detail).toMatch(/intents\[0\]\.tools\[0\]/);
     platform.fake.on(lastUserMessageIncludes('[int-1]'), fakeReply.text('Here it is.'));
     platform.fake.on(lastUserMessageIncludes('[int-2]'), fakeReply.text('Four.'));
+    const started: unknown[] = [];
     for (const content of ['Show me the pricing page [int-1]', 'What is 2 + 2 [int-2]']) {
       const created = await answerOf(
         await platform.request('POST', '/v1/conversations', keys.editor, { agentId: 'router' }),
@@ -112,7 +113,11 @@ describe('working memory (gateway, agent, tools as processes)', () => {
       );
       stream.close();
       expect(frames.at(-1)!.event).toBe('turn.completed');
+      started.push(frames.find((f) => f.event === 'turn.started')?.data);
     }
+    // turn.started names the matched intent and its confidence; without a match it names none.
+    expect(started[0]).toEqual({ turnId: expect.any(String), intent: 'read_content', confidence: 1 });
+    expect(started[1]).toEqual({ turnId: expect.any(String) });
     const request = (marker: string) =>
       platform.fake.requests.find((r) => JSON.stringify(r.body?.messages ?? '').includes(marker))!.body!;
     const narrowed = request('[int-1]');

@@ -90,19 +90,32 @@ export type UserMessageAdded = EventData<
   }
 >;
 
+/**
+ * The intent the agent's intents classified a turn's user message as (API `turn.started`'s
+ * `intent` and `confidence`); absent when none matched.
+ */
+export interface TurnIntent {
+  intent?: string;
+  /** The matched intent's share of all keyword hits, (0, 1]. */
+  confidence?: number;
+}
+
 /** A message arrived while a turn ran, with `ifBusy: enqueue`: its turn runs after the current one. */
 export type TurnQueued = EventData<
   'TurnQueued',
-  { turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole; at: string }
+  { turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole; at: string } & TurnIntent
 >;
 
 /** Roles of the keys that act on a conversation (the guard's role matrix reads it). */
 export type ActorRole = 'admin' | 'editor' | 'viewer';
 
-/** A turn started (API `turn.started`); `role` is the role of the key whose message started it. */
+/**
+ * A turn started (API `turn.started`); `role` is the role of the key whose message started it,
+ * `intent`/`confidence` what its message was classified as.
+ */
 export type TurnStarted = EventData<
   'TurnStarted',
-  { turnId: string; agent: AgentSnapshot; role: ActorRole; at: string }
+  { turnId: string; agent: AgentSnapshot; role: ActorRole; at: string } & TurnIntent
 >;
 
 /** The model finished one step (API `message.completed`, and `tool.call` per tool call). */

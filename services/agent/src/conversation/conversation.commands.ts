@@ -1,4 +1,11 @@
-import type { AcceptedRequest, ActorRole, AgentSnapshot, EventError, ModelUsage } from '@keel/events';
+import type {
+  AcceptedRequest,
+  ActorRole,
+  AgentSnapshot,
+  EventError,
+  ModelUsage,
+  TurnIntent,
+} from '@keel/events';
 
 /** What to do with a message that arrives while a turn runs (API `ifBusy`). */
 export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
@@ -29,6 +36,8 @@ export type ConversationCommand =
       agent: AgentSnapshot;
       role: ActorRole;
       by: string;
+      /** What the agent's intents classified `content` as (computed before `decide`), if any. */
+      classified?: TurnIntent;
       /** The client request (Idempotency-Key) it came from: a retry of it gets the first turn. */
       request?: AcceptedRequest;
       at: string;

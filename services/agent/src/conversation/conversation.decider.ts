@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError, ValidationError, fold } from '@keel/core'
 import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
 import type { ConversationCommand } from './conversation.commands.js';
 import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
-import { acceptedRequest, evolve, initialConversation } from './conversation.state.js';
+import { acceptedRequest, evolve, initialConversation, intentOf } from './conversation.state.js';
 import { nextPhase } from '../guard/tool-guard.js';
 
 /** A message longer than this is refused (the gateway enforces its own, usually smaller, limit). */
@@ -69,7 +69,8 @@ const applied = (events: readonly ConversationEvent[], state: Conversation): Con
 const startNextQueued = (state: Conversation, at: string): ConversationEvent[] => {
   const next = state.queued[0];
   if (!next) return [];
-  return [{ type: 'TurnStarted', data: { turnId: next.turnId, agent: next.agent, role: next.role, at } }];
+  const { turnId, agent, role } = next;
+  return [{ type: 'TurnStarted', data: { turnId, agent, role, at, ...intentOf(next) } }];
 };
 
 /** When the last open tool call of a turn completes, the turn needs another model step, or it is over. */
@@ -127,19 +128,20 @@ const requireContent = (content: string): void => {
 const submitMessage = (command: CommandOf<'SubmitMessage'>, state: Conversation): ConversationEvent[] => {
   requireExists(state);
   if (acceptedBefore(state, command.request, 'message')) return [];
-  const { turnId, messageId, content, ifBusy, agent, role, by, request, at } = command;
+  const { turnId, messageId, content, ifBusy, agent, role, by, request, at, classified } = command;
   requireContent(content);
   const added: ConversationEvent = {
     type: 'UserMessageAdded',
     data: { messageId, turnId, content, at, ...withRequest(request) },
   };
-  const started: ConversationEvent = { type: 'TurnStarted', data: { turnId, agent, role, at } };
+  const intent = intentOf(classified ?? {});
+  const started: ConversationEvent = { type: 'TurnStarted', data: { turnId, agent, role, at, ...intent } };
   if (!state.turn) return [added, started];
   switch (ifBusy) {
     case 'reject':
       throw new ConversationConflictError('a turn is already running', { turnId: state.turn.turnId });
     case 'enqueue':
-      return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, role, at } }];
+      return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, role, at, ...intent } }];
     case 'interrupt':
       return [...cancelTurn(state, state.turn, by, at), added, started];
   }

@@ -1,6 +1,12 @@
 import type { EventBus, EventStore, CommandHandler } from '@keel/core';
 import { ConcurrencyError, NotFoundError, asDecided, ownValue, streamName, uuidv7 } from '@keel/core';
-import type { AcceptedRequest, AgentDefinition, ConversationEvent, EventError } from '@keel/events';
+import type {
+  AcceptedRequest,
+  AgentDefinition,
+  ConversationEvent,
+  EventError,
+  TurnIntent,
+} from '@keel/events';
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
 import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
@@ -8,6 +14,7 @@ import type { ConversationCommand, IfBusy } from './conversation.commands.js';
 import { ConversationConflictError, conversationDecider } from './conversation.decider.js';
 import type { Conversation } from './conversation.state.js';
 import { acceptedRequest } from './conversation.state.js';
+import { classifyIntent } from '../turn/intents.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
 import type { CallContext } from '../call-context.js';
 import { eventMetadata } from '../call-context.js';
@@ -79,6 +86,12 @@ class AlreadyAccepted extends Error {
     super('the request was accepted before');
   }
 }
+
+/** The command's `classified`: the agent's intent `content` matches (API `turn.started`), if any. */
+const classifiedOf = (content: string, agent: AgentDefinition): { classified?: TurnIntent } => {
+  const matched = classifyIntent(content, agent.options?.intents);
+  return matched ? { classified: { intent: matched.intent.name, confidence: matched.confidence } } : {};
+};
 
 const sameRequestConflict = (): ConversationConflictError =>
   new ConversationConflictError('Idempotency-Key was already used with a different request', {
@@ -171,6 +184,7 @@ export class ConversationService {
       },
       role: ctx.role,
       by: ctx.userId,
+      ...classifiedOf(input.content, agent),
       ...(request ? { request } : {}),
       at: this.clock(),
     };

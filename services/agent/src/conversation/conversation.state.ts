@@ -1,4 +1,4 @@
-import type { ActorRole, AgentSnapshot, ConversationEvent, ToolCallRequest } from '@keel/events';
+import type { ActorRole, AgentSnapshot, ConversationEvent, ToolCallRequest, TurnIntent } from '@keel/events';
 
 /** A message of the conversation as the model and the API see it. */
 export interface ConversationMessage {
@@ -63,7 +63,7 @@ export interface Conversation {
   messages: ConversationMessage[];
   turn?: CurrentTurn;
   /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
-  queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole }>;
+  queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole } & TurnIntent>;
   /**
    * Messages of queued turns, held out of `messages` (so out of the running turn's prompt and of
    * the API's `messages`) until their own turn starts.
@@ -84,6 +84,10 @@ export interface Conversation {
    */
   requests: Record<string, AcceptedRequestOutcome>;
 }
+
+/** A turn's intent and confidence without absent fields (an event carries them only when matched). */
+export const intentOf = ({ intent, confidence }: TurnIntent): TurnIntent =>
+  intent === undefined || confidence === undefined ? {} : { intent, confidence };
 
 /** A conversation before its first event. */
 export const initialConversation = (): Conversation => ({
@@ -190,8 +194,9 @@ const userMessageAdded = (state: Conversation, { data }: EventOf<'UserMessageAdd
 };
 
 const turnQueued = (state: Conversation, { data }: EventOf<'TurnQueued'>): Conversation => {
-  const { turnId, messageId, agent, role } = data;
-  return { ...state, queued: [...state.queued, { turnId, messageId, agent, role }] };
+  const { turnId, messageId, agent, role, intent, confidence } = data;
+  const queued = { turnId, messageId, agent, role, ...intentOf({ intent, confidence }) };
+  return { ...state, queued: [...state.queued, queued] };
 };
 
 const turnStarted = (state: Conversation, { data }: EventOf<'TurnStarted'>): Conversation => {

@@ -22,7 +22,10 @@ const DURABLE: DurableMapping = {
   UserMessageAdded: null,
   TurnQueued: null,
   PhaseChanged: null,
-  TurnStarted: (d) => ['turn.started', { turnId: d.turnId }],
+  TurnStarted: (d) => [
+    'turn.started',
+    { turnId: d.turnId, ...(d.intent === undefined ? {} : { intent: d.intent, confidence: d.confidence }) },
+  ],
   ToolCallRequested: (d) => [
     'tool.call',
     { turnId: d.turnId, toolCallId: d.toolCallId, name: d.name, args: d.args },
