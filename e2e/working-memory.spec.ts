@@ -65,6 +65,7 @@ describe('working memory (gateway, agent, tools as processes)', () => {
       await platform.request('POST', '/v1/conversations', keys.editor, { agentId: 'editor' }),
     );
     const { id } = created.body as { id: string };
+    let usages: unknown[] = [];
     for (const content of ['Find the pricing page [wm-1]', 'Now update that page [wm-2]']) {
       const stream = await openTurnStream(platform.base, keys.editor, id, { content });
       const frames = await stream.until(
@@ -73,6 +74,7 @@ describe('working memory (gateway, agent, tools as processes)', () => {
       );
       stream.close();
       expect(frames.at(-1)!.event).toBe('turn.completed');
+      usages = frames.filter((f) => f.event === 'usage').map((f) => f.data);
     }
     const systemOf = (marker: string): string[] =>
       platform.fake.requests
@@ -84,6 +86,14 @@ describe('working memory (gateway, agent, tools as processes)', () => {
     expect(nextTurn).toHaveLength(1);
     expect(nextTurn[0]).toContain('# Known entities');
     expect(nextTurn[0]).toContain('- page p-42: Pricing page');
+    // GET shows the working memory and the prompt fill of the last model call.
+    const view = await answerOf(await platform.request('GET', `/v1/conversations/${id}`, keys.editor));
+    expect(view.status).toBe(200);
+    const { entities, contextTokens } = view.body as { entities: unknown; contextTokens: number };
+    expect(entities).toEqual([{ type: 'page', id: 'p-42', label: 'Pricing page' }]);
+    const lastPrompt = (usages.at(-1) as { promptTokens: number }).promptTokens;
+    expect(lastPrompt).toBeGreaterThan(0);
+    expect(contextTokens).toBe(lastPrompt);
   });
 
   it('narrows the offered tools to the intent a message matches and adds its guidance; no match: all tools', async () => {

@@ -15,6 +15,8 @@ import { ConversationConflictError, conversationDecider } from './conversation.d
 import type { Conversation } from './conversation.state.js';
 import { acceptedRequest } from './conversation.state.js';
 import { classifyIntent } from '../turn/intents.js';
+import type { Entity } from '../turn/working-memory.js';
+import { entitiesOfConversation } from '../turn/working-memory.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
 import type { CallContext } from '../call-context.js';
 import { eventMetadata } from '../call-context.js';
@@ -40,6 +42,10 @@ export interface ConversationView {
     requestedAt: string;
   }>;
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
+  /** The prompt fill of the last model call in tokens; 0 before any. */
+  contextTokens: number;
+  /** The working memory: entities its tool results named, latest first, at most 50. */
+  entities: Array<Pick<Entity, 'type' | 'id' | 'label'>>;
 }
 
 /** A conversation of the tenant's list, with its current status. */
@@ -277,7 +283,17 @@ export class ConversationService {
         completionTokens: state.usage.completionTokens,
         costUsd: state.usage.costUsd,
       },
+      contextTokens: state.contextTokens ?? 0,
+      entities: await this.entities(tenantId, state),
     };
+  }
+
+  /** The conversation's working memory, under its tools' memory declarations as configured now. */
+  private async entities(tenantId: string, state: Conversation): Promise<ConversationView['entities']> {
+    if (!state.messages.some((m) => m.role === 'tool')) return [];
+    const { tools } = await this.config.load(tenantId);
+    const found = entitiesOfConversation(state.messages, (name) => ownValue(tools, name)?.memory);
+    return found.map(({ type, id, label }) => ({ type, id, ...(label === undefined ? {} : { label }) }));
   }
 
   /**

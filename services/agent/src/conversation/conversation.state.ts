@@ -61,6 +61,11 @@ export interface Conversation {
   /** The string metadata given at creation. */
   metadata?: Record<string, string>;
   messages: ConversationMessage[];
+  /**
+   * The prompt fill of the last model call (its prompt tokens as the provider reported them);
+   * absent before the first call, and in snapshots taken before it was kept.
+   */
+  contextTokens?: number;
   turn?: CurrentTurn;
   /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
   queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole } & TurnIntent>;
@@ -230,6 +235,7 @@ const assistantMessageCompleted = (
 
 const usageRecorded = (state: Conversation, { data }: EventOf<'UsageRecorded'>): Conversation => ({
   ...state,
+  contextTokens: data.promptTokens,
   usage: {
     promptTokens: state.usage.promptTokens + data.promptTokens,
     completionTokens: state.usage.completionTokens + data.completionTokens,

@@ -84,6 +84,8 @@ export const conversationMessage = (view: ConversationView): ConversationMessage
     requestedAt: a.requestedAt,
   })),
   usage: { ...view.usage },
+  contextTokens: view.contextTokens,
+  entities: view.entities.map((e) => ({ ...e })),
 });
 
 /**

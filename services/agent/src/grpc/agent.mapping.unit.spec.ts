@@ -179,6 +179,11 @@ describe('conversationMessage', () => {
         },
       ],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+      contextTokens: 10,
+      entities: [
+        { type: 'city', id: 'oslo', label: 'Oslo' },
+        { type: 'city', id: 'bergen' },
+      ],
     });
     expect(message).toEqual({
       id: 'c1',
@@ -208,6 +213,11 @@ describe('conversationMessage', () => {
         },
       ],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+      contextTokens: 10,
+      entities: [
+        { type: 'city', id: 'oslo', label: 'Oslo' },
+        { type: 'city', id: 'bergen' },
+      ],
     });
   });
 });
@@ -225,6 +235,8 @@ describe('conversationMessage with what creation gave', () => {
       messages: [],
       pendingApprovals: [],
       usage: { promptTokens: 0, completionTokens: 0, costUsd: 0 },
+      contextTokens: 0,
+      entities: [],
     });
     expect(message).toMatchObject({ title: 'Weather', metadata: { ticket: 'T-1' } });
   });

@@ -1,5 +1,6 @@
 import { ValidationError } from '@keel/core';
 import type { MemoryDeclaration } from '@keel/events';
+import type { ConversationMessage } from '../conversation/conversation.state.js';
 import type { PromptMessage } from '../prompt/prompt.js';
 import { KNOWN_ENTITIES_SECTION } from '../prompt/prompt.js';
 
@@ -129,6 +130,20 @@ export const entitiesOf = (
     latestFirst.push(entity);
   }
   return latestFirst.slice(0, MAX_ENTITIES);
+};
+
+/** The working memory of a conversation's messages as its log keeps them, results in full (GET's `entities`). */
+export const entitiesOfConversation = (
+  messages: readonly ConversationMessage[],
+  memoryOf: (tool: string) => readonly MemoryDeclaration[] | undefined,
+): Entity[] => {
+  const prompt = messages.map((m): PromptMessage => {
+    if (m.role === 'tool') return { role: 'tool', toolCallId: m.toolCallId ?? '', content: m.content };
+    if (m.role === 'user') return { role: 'user', content: m.content };
+    const toolCalls = (m.toolCalls ?? []).map((c) => ({ id: c.toolCallId, name: c.name, args: c.args }));
+    return { role: 'assistant', content: m.content, toolCalls };
+  });
+  return entitiesOf(prompt, memoryOf);
 };
 
 /** The prompt with a "Known entities" section at the end of its system prompt; unchanged when there are none. */

@@ -1,7 +1,15 @@
 import { ValidationError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { PromptMessage } from '../prompt/prompt.js';
-import { MAX_ENTITIES, checkMemory, entitiesOf, parseJsonPath, withKnownEntities } from './working-memory.js';
+import type { ConversationMessage } from '../conversation/conversation.state.js';
+import {
+  MAX_ENTITIES,
+  checkMemory,
+  entitiesOf,
+  entitiesOfConversation,
+  parseJsonPath,
+  withKnownEntities,
+} from './working-memory.js';
 
 const call = (id: string, name: string, result: unknown): PromptMessage[] => [
   { role: 'assistant', content: '', toolCalls: [{ id, name, args: {} }] },
@@ -61,6 +69,31 @@ describe('working memory', () => {
     expect(withKnownEntities([{ role: 'system', content: 'Base.' }], [])).toEqual([
       { role: 'system', content: 'Base.' },
     ]);
+  });
+
+  it("reads the same working memory from a conversation's messages as the log keeps them (GET's entities)", () => {
+    const messages: ConversationMessage[] = [
+      { id: 'm1', role: 'user', content: 'find home' },
+      {
+        id: 'm2',
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ toolCallId: 'c1', name: 'get_page', args: {} }],
+      },
+      { id: 'tool-c1', role: 'tool', toolCallId: 'c1', ok: true, content: '{"id":"p-1","title":"Home"}' },
+      {
+        id: 'm3',
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ toolCallId: 'c2', name: 'get_page', args: {} }],
+      },
+      { id: 'tool-c2', role: 'tool', toolCallId: 'c2', ok: true, content: '{"id":"p-2"}' },
+    ];
+    expect(entitiesOfConversation(messages, memoryOf)).toEqual([
+      { type: 'page', id: 'p-2', toolCallId: 'c2' },
+      { type: 'page', id: 'p-1', label: 'Home', toolCallId: 'c1' },
+    ]);
+    expect(entitiesOfConversation(messages, () => undefined)).toEqual([]);
   });
 
   it('refuses a JSONPath it cannot follow, naming the field', () => {

@@ -42,6 +42,10 @@ export interface ConversationView {
     requestedAt: string;
   }>;
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
+  /** The prompt fill of the last model call in tokens; 0 before any. */
+  contextTokens: number;
+  /** The working memory, latest first, at most 50. */
+  entities: Array<{ type: string; id: string; label?: string }>;
 }
 
 /**
@@ -126,4 +130,10 @@ export const conversationView = (conversation: Conversation): ConversationView =
     completionTokens: Number(conversation.usage?.completionTokens ?? 0),
     costUsd: Number(conversation.usage?.costUsd ?? 0),
   },
+  contextTokens: Number(conversation.contextTokens ?? 0),
+  entities: (conversation.entities ?? []).map((e) => ({
+    type: e.type,
+    id: e.id,
+    ...(e.label === undefined ? {} : { label: e.label }),
+  })),
 });

@@ -36,6 +36,11 @@ describe('conversation bodies and views', () => {
           { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', argsJson: '{"id":"B-2"}', requestedAt: 't' },
         ],
         usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+        contextTokens: 10,
+        entities: [
+          { type: 'page', id: 'p-1', label: 'Home' },
+          { type: 'page', id: 'p-2' },
+        ],
       }),
     );
     expect(view).toEqual({
@@ -57,6 +62,11 @@ describe('conversation bodies and views', () => {
         { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', args: { id: 'B-2' }, requestedAt: 't' },
       ],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
+      contextTokens: 10,
+      entities: [
+        { type: 'page', id: 'p-1', label: 'Home' },
+        { type: 'page', id: 'p-2' },
+      ],
     });
   });
 

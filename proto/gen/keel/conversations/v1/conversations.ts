@@ -256,12 +256,28 @@ export interface Conversation {
   /** Tool calls waiting for a decision, oldest first. */
   pendingApprovals: PendingApproval[];
   /** Totals over all turns of the conversation. */
-  usage?: ConversationUsage | undefined;
+  usage?:
+    | ConversationUsage
+    | undefined;
+  /** The prompt fill of the last model call in tokens, as the provider reported it; 0 before any. */
+  contextTokens: number;
+  /** The working memory: entities the conversation's tool results named, latest first, at most 50. */
+  entities: ConversationEntity[];
 }
 
 export interface Conversation_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** An entity a tool result named under its tool's memory declarations. */
+export interface ConversationEntity {
+  /** The entity's kind, e.g. page. */
+  type: string;
+  /** Its id, as the result gave it. */
+  id: string;
+  /** Its label, when the declaration names one and the result has it. */
+  label?: string | undefined;
 }
 
 /** One message of a conversation. */
@@ -903,6 +919,8 @@ function createBaseConversation(): Conversation {
     metadata: {},
     messages: [],
     pendingApprovals: [],
+    contextTokens: 0,
+    entities: [],
   };
 }
 
@@ -937,6 +955,12 @@ export const Conversation: MessageFns<Conversation> = {
     }
     if (message.usage !== undefined) {
       ConversationUsage.encode(message.usage, writer.uint32(82).fork()).join();
+    }
+    if (message.contextTokens !== 0) {
+      writer.uint32(88).int64(message.contextTokens);
+    }
+    for (const v of message.entities) {
+      ConversationEntity.encode(v!, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -1037,6 +1061,22 @@ export const Conversation: MessageFns<Conversation> = {
             message.usage = ConversationUsage.decode(reader, reader.uint32());
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.contextTokens = longToNumber(reader.int64());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.entities.push(ConversationEntity.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1088,6 +1128,14 @@ export const Conversation: MessageFns<Conversation> = {
         ? object.pending_approvals.map((e: any) => PendingApproval.fromJSON(e))
         : [],
       usage: isSet(object.usage) ? ConversationUsage.fromJSON(object.usage) : undefined,
+      contextTokens: isSet(object.contextTokens)
+        ? globalThis.Number(object.contextTokens)
+        : isSet(object.context_tokens)
+        ? globalThis.Number(object.context_tokens)
+        : 0,
+      entities: globalThis.Array.isArray(object?.entities)
+        ? object.entities.map((e: any) => ConversationEntity.fromJSON(e))
+        : [],
     };
   },
 
@@ -1129,6 +1177,12 @@ export const Conversation: MessageFns<Conversation> = {
     if (message.usage !== undefined) {
       obj.usage = ConversationUsage.toJSON(message.usage);
     }
+    if (message.contextTokens !== 0) {
+      obj.contextTokens = Math.round(message.contextTokens);
+    }
+    if (message.entities?.length) {
+      obj.entities = message.entities.map((e) => ConversationEntity.toJSON(e));
+    }
     return obj;
   },
 
@@ -1157,6 +1211,8 @@ export const Conversation: MessageFns<Conversation> = {
     message.usage = (object.usage !== undefined && object.usage !== null)
       ? ConversationUsage.fromPartial(object.usage)
       : undefined;
+    message.contextTokens = object.contextTokens ?? 0;
+    message.entities = object.entities?.map((e) => ConversationEntity.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1242,6 +1298,107 @@ export const Conversation_MetadataEntry: MessageFns<Conversation_MetadataEntry> 
     const message = createBaseConversation_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseConversationEntity(): ConversationEntity {
+  return { type: "", id: "" };
+}
+
+export const ConversationEntity: MessageFns<ConversationEntity> = {
+  encode(message: ConversationEntity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.label !== undefined) {
+      writer.uint32(26).string(message.label);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConversationEntity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConversationEntity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.label = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConversationEntity {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      label: isSet(object.label) ? globalThis.String(object.label) : undefined,
+    };
+  },
+
+  toJSON(message: ConversationEntity): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.label !== undefined) {
+      obj.label = message.label;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConversationEntity>, I>>(base?: I): ConversationEntity {
+    return ConversationEntity.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConversationEntity>, I>>(object: I): ConversationEntity {
+    const message = createBaseConversationEntity();
+    message.type = object.type ?? "";
+    message.id = object.id ?? "";
+    message.label = object.label ?? undefined;
     return message;
   },
 };
