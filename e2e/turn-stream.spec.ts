@@ -74,7 +74,7 @@ describe('the turn stream (gateway, agent, tools as processes)', () => {
     expect(frames.at(-1)).toEqual({
       id: expect.any(String),
       event: 'turn.completed',
-      data: { turnId, finishReason: 'stop' },
+      data: { turnId, finishReason: 'stop', affected: [] },
     });
     expect(frames.filter((f) => !isDelta(f)).map((f) => f.event)).toEqual(APPROVED_TOOL_TURN);
     // Every frame is this turn's; the deltas spell the messages, with version.seq ids.

@@ -138,7 +138,16 @@ export type UsageRecorded = EventData<
 /** A tool call passed the guard and goes to the tools service (API `tool.call`). */
 export type ToolCallRequested = EventData<
   'ToolCallRequested',
-  { turnId: string; toolCallId: string; name: string; args: unknown; approvalRequired: boolean; at: string }
+  {
+    turnId: string;
+    toolCallId: string;
+    name: string;
+    args: unknown;
+    approvalRequired: boolean;
+    /** The resources the tool declares it changes (its `affects`); absent when none. */
+    affects?: string[];
+    at: string;
+  }
 >;
 
 /** A tool call needs a person's decision before it runs (API `approval.required`). */
@@ -172,6 +181,16 @@ export type ApprovalDecided = EventData<
   }
 >;
 
+/**
+ * A tool's approval policy evaluated its `when` against the call's arguments and let the call run
+ * without a person (API `approval.decided` with `by: "policy"`). Recorded after the call's
+ * ToolCallRequested; it triggers nothing (the request already did).
+ */
+export type ApprovalDecidedByPolicy = EventData<
+  'ApprovalDecidedByPolicy',
+  { turnId: string; approvalId: string; toolCallId: string; name: string; at: string }
+>;
+
 /** A tool call's outcome, from the tools service, a denial, or the guard (API `tool.result`). */
 export type ToolCallCompleted = EventData<
   'ToolCallCompleted',
@@ -195,7 +214,16 @@ export type PhaseChanged = EventData<
 /** The turn ended normally (API `turn.completed`). */
 export type TurnCompleted = EventData<
   'TurnCompleted',
-  { turnId: string; finishReason: FinishReason; at: string }
+  {
+    turnId: string;
+    finishReason: FinishReason;
+    /**
+     * The union of the `affects` of the turn's successful tool calls, sorted, unique (API
+     * `turn.completed.affected`). Absent in events recorded before it: read as none.
+     */
+    affected?: string[];
+    at: string;
+  }
 >;
 
 /** The turn failed (API `turn.failed`). */
@@ -225,6 +253,7 @@ export type ConversationEvent =
   | ToolCallRequested
   | ApprovalRequested
   | ApprovalDecided
+  | ApprovalDecidedByPolicy
   | ToolCallCompleted
   | PhaseChanged
   | TurnCompleted
@@ -242,6 +271,7 @@ export const CONVERSATION_EVENT_TYPES = [
   'ToolCallRequested',
   'ApprovalRequested',
   'ApprovalDecided',
+  'ApprovalDecidedByPolicy',
   'ToolCallCompleted',
   'PhaseChanged',
   'TurnCompleted',

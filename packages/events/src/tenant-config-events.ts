@@ -35,6 +35,8 @@ export interface ToolDefinition {
   timeoutMs: number;
   /** What its results name, for the conversation's working memory. */
   memory?: MemoryDeclaration[];
+  /** The resources its successful calls change (API `affects`: a turn reports them as `affected`). */
+  affects?: string[];
 }
 
 /** An agent as stored (API.md `PUT /v1/agents/{agentId}`). */

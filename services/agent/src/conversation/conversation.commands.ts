@@ -12,7 +12,15 @@ export type IfBusy = 'reject' | 'enqueue' | 'interrupt';
 
 /** The guard's verdict on one tool call the model asked for (computed before `decide`, purely). */
 export type ToolCallVerdict =
-  | { kind: 'allow'; approval: 'never' | 'always'; approvalMessage?: string }
+  | {
+      kind: 'allow';
+      approval: 'never' | 'always';
+      approvalMessage?: string;
+      /** True when the tool's `when` was evaluated and let the call run without a person. */
+      passedByPolicy?: boolean;
+      /** The resources the tool declares it changes (its `affects`). */
+      affects?: string[];
+    }
   | { kind: 'refuse'; error: EventError };
 
 /** Commands of the conversation aggregate. `at` is the time the caller observed (deciders read no clock). */

@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError, ValidationError, fold } from '@keel/core'
 import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
 import type { ConversationCommand } from './conversation.commands.js';
 import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
-import { acceptedRequest, evolve, initialConversation, intentOf } from './conversation.state.js';
+import { acceptedRequest, affectedBy, evolve, initialConversation, intentOf } from './conversation.state.js';
 import { nextPhase } from '../guard/tool-guard.js';
 
 /** A message longer than this is refused (the gateway enforces its own, usually smaller, limit). */
@@ -85,7 +85,10 @@ const afterToolCalls = (
   if (turn.step < turn.agent.maxSteps) return events;
   return [
     ...events,
-    { type: 'TurnCompleted', data: { turnId: turn.turnId, finishReason: 'max_steps', at } },
+    {
+      type: 'TurnCompleted',
+      data: { turnId: turn.turnId, finishReason: 'max_steps', affected: affectedBy(turn), at },
+    },
     ...startNextQueued(after, at),
   ];
 };
@@ -185,13 +188,21 @@ const toolCallEvents = (
       return [{ type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } }];
     }
     const approvalRequired = verdict.approval === 'always';
+    const { affects } = verdict;
     const requested: ConversationEvent = {
       type: 'ToolCallRequested',
-      data: { turnId, toolCallId, name, args, approvalRequired, at },
+      data: { turnId, toolCallId, name, args, approvalRequired, ...(affects ? { affects } : {}), at },
     };
-    if (!approvalRequired) return [requested];
+    if (!approvalRequired && !verdict.passedByPolicy) return [requested];
     const approvalId = approvalIds[toolCallId];
     if (!approvalId) throw new ValidationError(`no approval id for tool call ${toolCallId}`);
+    if (!approvalRequired) {
+      // The policy's `when` let it through: recorded so the stream says who decided.
+      return [
+        requested,
+        { type: 'ApprovalDecidedByPolicy', data: { turnId, approvalId, toolCallId, name, at } },
+      ];
+    }
     return [
       requested,
       {
@@ -233,9 +244,10 @@ const recordModelOutput = (
     { type: 'UsageRecorded', data: { turnId, step, ...usage, at } },
   ];
   if (toolCalls.length === 0) {
+    const affected = affectedBy(turn);
     return [
       ...events,
-      { type: 'TurnCompleted', data: { turnId, finishReason: 'stop', at } },
+      { type: 'TurnCompleted', data: { turnId, finishReason: 'stop', affected, at } },
       ...startNextQueued(applied(events, state), at),
     ];
   }

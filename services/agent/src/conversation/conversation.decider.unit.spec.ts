@@ -161,7 +161,7 @@ describe('conversation decider', () => {
       .when(modelOutput())
       .then([
         ...assistant([]),
-        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', at } },
+        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', affected: [], at } },
         { type: 'TurnStarted', data: { turnId: 't2', agent, role: 'editor', at } },
       ]);
     spec
@@ -378,6 +378,69 @@ describe('conversation decider', () => {
       ]);
   });
 
+  it('turn.completed names what the successful calls affect (sorted, unique), not the failed ones', () => {
+    const withAffects = (toolCallId: string, name: string, affects: string[]): ConversationEvent => ({
+      type: 'ToolCallRequested',
+      data: { turnId: 't1', toolCallId, name, args: { q: 1 }, approvalRequired: false, affects, at },
+    });
+    const calls = [
+      { toolCallId: 'a', name: 'save_page' },
+      { toolCallId: 'b', name: 'edit_schema' },
+      { toolCallId: 'c', name: 'touch_pages' },
+    ];
+    const step1 = [
+      ...running,
+      ...assistant(calls),
+      withAffects('a', 'save_page', ['pages', 'media']),
+      withAffects('b', 'edit_schema', ['schema']),
+      withAffects('c', 'touch_pages', ['pages']),
+      completed('a', 'save_page'),
+      completed('b', 'edit_schema', false),
+      completed('c', 'touch_pages'),
+    ];
+    const answer = { ...modelOutput(), step: 2 } as ConversationCommand;
+    const events = decide(answer, step1.reduce(evolve, initialConversation()));
+    expect(events.find((e) => e.type === 'TurnCompleted')?.data).toMatchObject({
+      finishReason: 'stop',
+      affected: ['media', 'pages'],
+    });
+  });
+
+  it("a call a `when` let through is recorded as decided by policy, with the tool's affects on its request", () => {
+    const command = modelOutput([{ toolCallId: 'a', name: 'delete_page' }]) as Extract<
+      ConversationCommand,
+      { type: 'RecordModelOutput' }
+    >;
+    command.toolCalls[0]!.verdict = {
+      kind: 'allow',
+      approval: 'never',
+      passedByPolicy: true,
+      affects: ['pages'],
+    };
+    spec
+      .given(running)
+      .when(command)
+      .then([
+        ...assistant([{ toolCallId: 'a', name: 'delete_page' }]),
+        {
+          type: 'ToolCallRequested',
+          data: {
+            turnId: 't1',
+            toolCallId: 'a',
+            name: 'delete_page',
+            args: { q: 1 },
+            approvalRequired: false,
+            affects: ['pages'],
+            at,
+          },
+        },
+        {
+          type: 'ApprovalDecidedByPolicy',
+          data: { turnId: 't1', approvalId: 'ap-a', toolCallId: 'a', name: 'delete_page', at },
+        },
+      ]);
+  });
+
   it('refuses a second output for a step another worker already recorded', () => {
     const stepped = [
       ...running,
@@ -393,7 +456,7 @@ describe('conversation decider', () => {
       .when({ ...modelOutput(), step: 2 } as ConversationCommand)
       .then([
         ...assistant([], 2),
-        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', at } },
+        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'stop', affected: [], at } },
       ]);
   });
 
@@ -416,7 +479,7 @@ describe('conversation decider', () => {
             at,
           },
         },
-        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'max_steps', at } },
+        { type: 'TurnCompleted', data: { turnId: 't1', finishReason: 'max_steps', affected: [], at } },
       ]);
     const state = oneStep.reduce(evolve, initialConversation());
     expect(state.turn?.step).toBe(0);

@@ -18,7 +18,15 @@ export interface TurnToolCall {
   args: unknown;
   state: 'awaiting_approval' | 'requested' | 'completed';
   approvalId?: string;
+  /** The resources the tool declares it changes (from its ToolCallRequested). */
+  affects?: string[];
+  /** Whether it succeeded, once completed. */
+  ok?: boolean;
 }
+
+/** What the turn's successful tool calls changed: their `affects`, sorted, unique. */
+export const affectedBy = (turn: CurrentTurn): string[] =>
+  [...new Set(turn.toolCalls.filter((c) => c.ok === true).flatMap((c) => c.affects ?? []))].sort();
 
 /** An approval waiting for a person. */
 export interface PendingApproval {
@@ -246,12 +254,13 @@ const usageRecorded = (state: Conversation, { data }: EventOf<'UsageRecorded'>):
 
 const toolCallRequested = (state: Conversation, { data }: EventOf<'ToolCallRequested'>): Conversation => {
   if (!state.turn) return state;
-  const { toolCallId, name, args, approvalRequired } = data;
+  const { toolCallId, name, args, approvalRequired, affects } = data;
   const call: TurnToolCall = {
     toolCallId,
     name,
     args,
     state: approvalRequired ? 'awaiting_approval' : 'requested',
+    ...(affects && affects.length > 0 ? { affects } : {}),
   };
   return withTurn(state, { ...state.turn, toolCalls: [...state.turn.toolCalls, call] });
 };
@@ -279,7 +288,7 @@ const toolCallCompleted = (state: Conversation, { data }: EventOf<'ToolCallCompl
   const content = ok ? JSON.stringify(result ?? null) : JSON.stringify({ error });
   const message: ConversationMessage = { id: `tool-${toolCallId}`, role: 'tool', content, toolCallId, ok };
   const next = { ...state, messages: [...state.messages, message] };
-  return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed' })) : next;
+  return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed', ok })) : next;
 };
 
 /** The conversation without its current turn, in the status the turn's end leaves it. */
@@ -318,6 +327,8 @@ const evolveEvent = (state: Conversation, event: ConversationEvent): Conversatio
       return approvalRequested(state, event);
     case 'ApprovalDecided':
       return approvalDecided(state, event);
+    case 'ApprovalDecidedByPolicy':
+      return state;
     case 'ToolCallCompleted':
       return toolCallCompleted(state, event);
     case 'PhaseChanged':

@@ -158,6 +158,7 @@ export const toolDefinitionOf = (tool: ToolMessage): ToolDefinition => {
     phases: [...tool.phases],
     timeoutMs: tool.timeoutMs || DEFAULT_TOOL_TIMEOUT_MS,
     ...memoryOf(tool.memoryJson),
+    ...(tool.affects.length > 0 ? { affects: [...new Set(tool.affects)] } : {}),
   };
 };
 
@@ -207,6 +208,7 @@ export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
   timeoutMs: tool.timeoutMs,
   builtin: false,
   memoryJson: tool.memory ? JSON.stringify(tool.memory) : '',
+  affects: [...(tool.affects ?? [])],
 });
 
 /** A built-in tool as ListTools answers it: callable by any role in any phase, never approved. */
@@ -222,6 +224,7 @@ export const builtinToolMessage = (tool: BuiltinToolInfo): ToolMessage => ({
   timeoutMs: 0,
   builtin: true,
   memoryJson: '',
+  affects: [],
 });
 
 const phasesOf = (text: string): AgentPhases | undefined => {

@@ -101,6 +101,7 @@ describe('configuration requests', () => {
     timeoutMs: 0,
     builtin: true,
     memoryJson: '',
+    affects: [],
   };
 
   it('fills the API defaults of a tool and parses its schema', () => {

@@ -124,11 +124,16 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
       role: ctx.role,
       phase: ctx.phase,
     });
-    // The policy's filled message goes with the approval it asks for.
-    if (verdict.kind === 'allow' && approval?.required && approval.message !== undefined) {
-      return { verdict: { ...verdict, approvalMessage: approval.message } };
-    }
-    return { verdict };
+    if (verdict.kind !== 'allow' || !tool || !approval) return { verdict };
+    return {
+      verdict: {
+        ...verdict,
+        // The policy's filled message goes with the approval it asks for.
+        ...(approval.required && approval.message !== undefined ? { approvalMessage: approval.message } : {}),
+        ...(!approval.required && approval.byPolicy ? { passedByPolicy: true } : {}),
+        ...(tool.affects && tool.affects.length > 0 ? { affects: tool.affects } : {}),
+      },
+    };
   } catch (error) {
     const name = String(call.name).slice(0, 64);
     const message = `the call to "${name}" could not be checked; do the task without it.`;

@@ -22,7 +22,8 @@ export interface ToolCatalog {
  * A tool of an agent, resolved for both the prompt and the guard; its approval is the policy
  * (judgeToolCall resolves it per call to the guard's never or always).
  */
-export type ResolvedTool = PromptTool & Omit<GuardedTool, 'approval'> & { approval: ToolApproval };
+export type ResolvedTool = PromptTool &
+  Omit<GuardedTool, 'approval'> & { approval: ToolApproval; affects?: string[] };
 
 /**
  * The tools an agent has, from the tenant's definitions, the built-ins and its MCP servers'
@@ -51,6 +52,7 @@ export const resolveTools = (names: string[], config: TenantConfig, catalog: Too
           approval: own.approval,
           roles: own.roles,
           phases: own.phases,
+          ...(own.affects && own.affects.length > 0 ? { affects: own.affects } : {}),
         },
       ];
     }

@@ -65,6 +65,7 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     'phases',
     'timeoutMs',
     'memory',
+    'affects',
   ]);
   const inputSchema = optionalJsonObject(object.inputSchema, 'inputSchema', MAX_SCHEMA_BYTES);
   if (inputSchema === undefined) fail('inputSchema', 'inputSchema is required (a JSON schema object)');
@@ -80,7 +81,22 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     phases: optionalStrings(object.phases, 'phases', 50, 64) ?? [],
     timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,
     memoryJson: memoryJsonOf(object.memory),
+    affects: affectsOf(object.affects),
   };
+};
+
+/** Most names a tool's `affects` may list, and the form of one (`pages`, `schema`, `cms.pages`). */
+export const TOOL_AFFECTS = { maxItems: 20, name: /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/ } as const;
+
+/** A tool body's `affects` (API.md "Affected resources"): short names, unique, in the given order. */
+const affectsOf = (value: unknown): string[] => {
+  if (value === undefined) return [];
+  const message = `affects must be a list of at most ${TOOL_AFFECTS.maxItems} names (letters, digits, _ . : -; up to 64 characters)`;
+  if (!Array.isArray(value) || value.length > TOOL_AFFECTS.maxItems) return fail('affects', message);
+  const names = value.map((item: unknown) =>
+    typeof item === 'string' && TOOL_AFFECTS.name.test(item) ? item : fail('affects', message),
+  );
+  return [...new Set(names)];
 };
 
 /** The tenant's defaults (`PUT /v1/defaults`): what an agent body without that field gets. */

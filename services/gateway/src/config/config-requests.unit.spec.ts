@@ -34,6 +34,7 @@ describe('tenant configuration bodies', () => {
       phases: [],
       timeoutMs: 10_000, // absent: API.md's default; given, it must be in range
       memoryJson: '',
+      affects: [],
     });
     expect(toolView({ ...tool, timeoutMs: 10_000, builtin: false })).toMatchObject({
       inputSchema: schema,
@@ -59,6 +60,16 @@ describe('tenant configuration bodies', () => {
     expect(refusal(() => parsePutProvider('openai', { apiKey: 42 }))).toMatch(/^apiKey /);
     expect(refusal(() => parsePutProvider('acme', {}))).toMatch(/^provider must be one of openai/);
     expect(refusal(() => parsePutTool('t', [1]))).toMatch(/^body must be a JSON object/);
+  });
+
+  it("keeps a tool's affects unique and refuses more than 20 or odd names, naming affects", () => {
+    const tool = parsePutTool('t', { inputSchema: schema, affects: ['pages', 'schema', 'pages'] });
+    expect(tool.affects).toEqual(['pages', 'schema']);
+    expect(toolView({ ...tool, builtin: false }).affects).toEqual(['pages', 'schema']);
+    const many = Array.from({ length: 21 }, (_, i) => `r${i}`);
+    expect(refusal(() => parsePutTool('t', { inputSchema: schema, affects: many }))).toMatch(/^affects /);
+    expect(refusal(() => parsePutTool('t', { inputSchema: schema, affects: ['a b'] }))).toMatch(/^affects /);
+    expect(refusal(() => parsePutTool('t', { inputSchema: schema, affects: 'pages' }))).toMatch(/^affects /);
   });
 
   it('maps an agent body and shows the stored agent with its id', () => {

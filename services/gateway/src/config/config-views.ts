@@ -15,6 +15,7 @@ export interface ToolView {
   timeoutMs?: number;
   builtin: boolean;
   memory?: unknown;
+  affects?: string[];
 }
 
 /** An agent as `PUT /v1/agents/{id}` and `GET /v1/agents` answer it. */
@@ -48,6 +49,7 @@ export const toolView = (tool: ToolMessage & { builtin?: boolean }): ToolView =>
   ...(tool.timeoutMs ? { timeoutMs: tool.timeoutMs } : {}),
   builtin: tool.builtin === true,
   ...(tool.memoryJson ? { memory: parsed(tool.memoryJson) } : {}),
+  ...(tool.affects && tool.affects.length > 0 ? { affects: tool.affects } : {}),
 });
 
 /** The agent message as JSON: `agentId` is `id`, `phasesJson` is `phases`. */

@@ -214,7 +214,11 @@ describe('events feed (gateway process on MongoDB and NATS)', () => {
     });
     expect((await resumed.events(1)).map((f) => f.id)).toEqual(['8']);
     await append([{ type: 'TurnCompleted', data: { turnId: 'u1', finishReason: 'stop', at } }]);
-    const completed = { id: '9', event: 'turn.completed', data: { turnId: 'u1', finishReason: 'stop' } };
+    const completed = {
+      id: '9',
+      event: 'turn.completed',
+      data: { turnId: 'u1', finishReason: 'stop', affected: [] },
+    };
     expect((await resumed.events(2))[1]).toEqual(completed);
     expect((await after.events(4))[3]).toEqual(completed);
     await pause(700);

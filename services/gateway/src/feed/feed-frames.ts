@@ -42,6 +42,10 @@ const DURABLE: DurableMapping = {
     },
   ],
   ApprovalDecided: (d) => ['approval.decided', { approvalId: d.approvalId, decision: d.decision, by: d.by }],
+  ApprovalDecidedByPolicy: (d) => [
+    'approval.decided',
+    { approvalId: d.approvalId, toolCallId: d.toolCallId, decision: 'approve', by: 'policy' },
+  ],
   ToolCallCompleted: (d) => [
     'tool.result',
     {
@@ -68,7 +72,10 @@ const DURABLE: DurableMapping = {
       costUsd: d.costUsd,
     },
   ],
-  TurnCompleted: (d) => ['turn.completed', { turnId: d.turnId, finishReason: d.finishReason }],
+  TurnCompleted: (d) => [
+    'turn.completed',
+    { turnId: d.turnId, finishReason: d.finishReason, affected: d.affected ?? [] },
+  ],
   TurnFailed: (d) => ['turn.failed', { turnId: d.turnId, error: d.error }],
   TurnCancelled: (d) => ['turn.cancelled', { turnId: d.turnId }],
 };

@@ -82,7 +82,19 @@ describe('durableFrame', () => {
         'TurnCompleted',
         { turnId: 'u1', finishReason: 'max_steps', at },
         'turn.completed',
-        { turnId: 'u1', finishReason: 'max_steps' },
+        { turnId: 'u1', finishReason: 'max_steps', affected: [] }, // recorded before affected: none
+      ],
+      [
+        'TurnCompleted',
+        { turnId: 'u1', finishReason: 'stop', affected: ['pages', 'schema'], at },
+        'turn.completed',
+        { turnId: 'u1', finishReason: 'stop', affected: ['pages', 'schema'] },
+      ],
+      [
+        'ApprovalDecidedByPolicy',
+        { turnId: 'u1', approvalId: 'p2', toolCallId: 'k2', name: 'delete_page', at },
+        'approval.decided',
+        { approvalId: 'p2', toolCallId: 'k2', decision: 'approve', by: 'policy' },
       ],
       [
         'TurnFailed',

@@ -153,6 +153,11 @@ export interface Tool {
    * `[{ "type": "page", "id": "$.id", "label"?: "$.title" }]` (JSONPaths into the result); empty: none.
    */
   memoryJson: string;
+  /**
+   * Resources the tool's successful calls change (`pages`, `schema`; at most 20 names of 1 to 64
+   * characters): `turn.completed` reports their union as `affected`. Empty: none.
+   */
+  affects: string[];
 }
 
 /** Request of AgentService.PutTool. */
@@ -1053,6 +1058,7 @@ function createBaseTool(): Tool {
     timeoutMs: 0,
     builtin: false,
     memoryJson: "",
+    affects: [],
   };
 }
 
@@ -1090,6 +1096,9 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.memoryJson !== "") {
       writer.uint32(90).string(message.memoryJson);
+    }
+    for (const v of message.affects) {
+      writer.uint32(98).string(v!);
     }
     return writer;
   },
@@ -1195,6 +1204,14 @@ export const Tool: MessageFns<Tool> = {
             message.memoryJson = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.affects.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1232,6 +1249,7 @@ export const Tool: MessageFns<Tool> = {
         : isSet(object.memory_json)
         ? globalThis.String(object.memory_json)
         : "",
+      affects: globalThis.Array.isArray(object?.affects) ? object.affects.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -1270,6 +1288,9 @@ export const Tool: MessageFns<Tool> = {
     if (message.memoryJson !== "") {
       obj.memoryJson = message.memoryJson;
     }
+    if (message.affects?.length) {
+      obj.affects = message.affects;
+    }
     return obj;
   },
 
@@ -1289,6 +1310,7 @@ export const Tool: MessageFns<Tool> = {
     message.timeoutMs = object.timeoutMs ?? 0;
     message.builtin = object.builtin ?? false;
     message.memoryJson = object.memoryJson ?? "";
+    message.affects = object.affects?.map((e) => e) || [];
     return message;
   },
 };
