@@ -3,6 +3,7 @@
  * 3,000 characters of JSON): the estimated prompt tokens of each step's model call with and
  * without the policy (the growth curve), and the time the policy adds to assembling each step's
  * prompt. Pure computation, no infrastructure:
+ * `npm run bench -- context-policy`, or directly
  * `node --conditions=@keel/source --import tsx bench/context-policy.bench.ts`.
  */
 import { writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { ContextPolicy } from '@keel/events';
 import type { PromptMessage } from '../services/agent/src/prompt/prompt.js';
 import { applyContextPolicy, estimateTokens } from '../services/agent/src/turn/context-policy.js';
+import type { Bench, BenchReport } from './lib/report.js';
 
 const STEPS = 40;
 const RESULT_CHARS = 3_000;
@@ -54,12 +56,17 @@ const prompt = (steps: number, results: string[]): PromptMessage[] => {
 const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 
-const main = (): void => {
+/** What one run measured: the per-step rows, the policy's time per step (µs), the turn's totals. */
+interface Measured {
+  rows: string[];
+  times: number[];
+  totalWithout: number;
+  totalWith: number;
+}
+
+const measure = (): Measured => {
   const results = Array.from({ length: STEPS }, (_, i) => result(i + 1, RESULT_CHARS));
-  const rows: string[] = [];
-  const times: number[] = [];
-  let totalWithout = 0;
-  let totalWith = 0;
+  const measured: Measured = { rows: [], times: [], totalWithout: 0, totalWith: 0 };
   for (let step = 0; step < STEPS; step++) {
     const messages = prompt(step, results);
     const without = estimateTokens(messages);
@@ -67,16 +74,24 @@ const main = (): void => {
     let outcome = applyContextPolicy(messages, POLICY);
     for (let run = 1; run < RUNS; run++) outcome = applyContextPolicy(messages, POLICY);
     const micros = Number(process.hrtime.bigint() - started) / 1_000 / RUNS;
-    times.push(micros);
-    totalWithout += without;
-    totalWith += outcome.contextTokens;
+    measured.times.push(micros);
+    measured.totalWithout += without;
+    measured.totalWith += outcome.contextTokens;
     if (step % 5 === 0 || step === STEPS - 1) {
-      rows.push(
+      measured.rows.push(
         `| ${step + 1} | ${without} | ${outcome.contextTokens} | ${outcome.stubbed.length} | ${micros.toFixed(1)} |`,
       );
     }
   }
+  return measured;
+};
+
+/** Measures, writes `bench/results/context-policy.md` and returns its lines. */
+const report = (): { measured: Measured; lines: string[]; p50: number; p99: number } => {
+  const measured = measure();
+  const { rows, times, totalWithout, totalWith } = measured;
   const sorted = [...times].sort((a, b) => a - b);
+  const [p50, p99] = [percentile(sorted, 0.5), percentile(sorted, 0.99)];
   const lines = [
     '# Context policy: prompt tokens per step of a 40-step tool-heavy turn',
     '',
@@ -86,10 +101,41 @@ const main = (): void => {
     '|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    `Whole turn: ${totalWithout} prompt tokens without the policy, ${totalWith} with it (${((1 - totalWith / totalWithout) * 100).toFixed(0)}% fewer). Policy time per step: p50 ${percentile(sorted, 0.5).toFixed(1)} µs, p99 ${percentile(sorted, 0.99).toFixed(1)} µs (${RUNS} runs a step, ${process.version}).`,
+    `Whole turn: ${totalWithout} prompt tokens without the policy, ${totalWith} with it (${((1 - totalWith / totalWithout) * 100).toFixed(0)}% fewer). Policy time per step: p50 ${p50.toFixed(1)} µs, p99 ${p99.toFixed(1)} µs (${RUNS} runs a step, ${process.version}).`,
   ];
   writeFileSync(RESULTS, `${lines.join('\n')}\n`);
-  console.log(lines.join('\n'));
+  return { measured, lines, p50, p99 };
 };
 
-main();
+/** `npm run bench -- context-policy`: pure computation (the infrastructure goes unused). */
+export const contextPolicyBench: Bench = {
+  name: 'context-policy',
+  needsNats: false,
+  run: async (): Promise<BenchReport> => {
+    const { measured, p50, p99 } = report();
+    return {
+      name: 'context-policy',
+      title: 'Context policy: prompt assembly per step of a 40-step tool-heavy turn',
+      description: [
+        `Each step's result is ~${RESULT_CHARS} characters of JSON; policy ${JSON.stringify(POLICY)}.`,
+        'The growth curve (prompt tokens per model call, with and without the policy) is in bench/results/context-policy.md.',
+      ],
+      rows: [
+        {
+          scenario: 'policy applied to one step prompt',
+          variant: 'keel',
+          n: STEPS * RUNS,
+          p50Ms: p50 / 1_000,
+          p99Ms: p99 / 1_000,
+        },
+      ],
+      notes: [
+        `Whole turn: ${measured.totalWithout} prompt tokens without the policy, ${measured.totalWith} with it.`,
+      ],
+    };
+  },
+};
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  console.log(report().lines.join('\n'));
+}

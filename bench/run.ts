@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { appendBench } from './append.bench.js';
 import { auditConsumerBench } from './audit-consumer.bench.js';
+import { contextPolicyBench } from './context-policy.bench.js';
 import { egressWebhookBench } from './egress-webhook.bench.js';
 import { gatewayStreamBench } from './gateway-stream.bench.js';
 import { mcpRoundtripBench } from './mcp-roundtrip.bench.js';
@@ -33,6 +34,7 @@ const BENCHES: Bench[] = [
   turnLatencyBench,
   usageQueryBench,
   auditConsumerBench,
+  contextPolicyBench,
 ];
 const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
 
