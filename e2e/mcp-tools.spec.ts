@@ -220,6 +220,10 @@ describe('MCP servers as a tool source', () => {
       expect.objectContaining({ name: 'danger__delete_page', ok: true }),
     ]);
     expect(frames.filter((f) => f.event === 'approval.required')).toHaveLength(1);
+    // The `never` tool's call was decided by nobody: the one approval.decided is the person's.
+    const decided = frames.filter((f) => f.event === 'approval.decided').map((f) => f.data);
+    expect(decided).toEqual([expect.objectContaining({ decision: 'approve', by: expect.any(String) })]);
+    expect(decided[0]).not.toMatchObject({ by: 'policy' });
     const { calls } = await mcpCalls();
     const toolCallIds = frames
       .filter((f) => f.event === 'tool.call')
@@ -330,6 +334,16 @@ describe('MCP servers as a tool source', () => {
       .filter((f) => f.event === 'approval.required')
       .map((f) => f.data as { args: unknown; message?: string });
     expect(asked).toEqual([expect.objectContaining({ args: { id: 'home' }, message: 'Delete page home?' })]);
+    // The `when` let draft-1 through: recorded as decided by the policy, for that call only.
+    const calls = frames
+      .filter((f) => f.event === 'tool.call')
+      .map((f) => f.data as { toolCallId: string; args: { id: string } });
+    const draftCall = calls.find((c) => c.args.id === 'draft-1')!.toolCallId;
+    const decided = frames.filter((f) => f.event === 'approval.decided').map((f) => f.data);
+    expect(decided).toHaveLength(2);
+    expect(decided.filter((d) => (d as { by: string }).by === 'policy')).toEqual([
+      { approvalId: expect.any(String), toolCallId: draftCall, decision: 'approve', by: 'policy' },
+    ]);
     expect(results(frames).map((r) => [r.name, r.ok])).toEqual([
       ['pages__delete_page', true],
       ['pages__delete_page', true],
