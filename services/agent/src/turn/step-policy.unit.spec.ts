@@ -127,6 +127,32 @@ describe('step policy: what the guard decides for each call', () => {
     });
   });
 
+  it("carries the tool's affects, and says when a `when` let the call through without a person", () => {
+    const deletePage: ResolvedTool = {
+      ...lookup,
+      name: 'delete_page',
+      approval: { when: { type: 'object', required: ['id'] } },
+      affects: ['pages'],
+    };
+    // The test's validator: a schema with `required` needs those keys (the `when`); others pass.
+    const validate = (schema: Record<string, unknown>, args: unknown) =>
+      ((schema.required as string[] | undefined) ?? []).every((k) => Object.hasOwn(Object(args), k))
+        ? []
+        : [{ path: '', message: 'missing' }];
+    const ctx = guard({ tools: [deletePage], agent: { tools: ['delete_page'] }, validate });
+    expect(judgeToolCall(call('delete_page', { slug: 'draft' }), ctx).verdict).toEqual({
+      kind: 'allow',
+      approval: 'never',
+      passedByPolicy: true,
+      affects: ['pages'],
+    });
+    expect(judgeToolCall(call('delete_page', { id: 'home' }), ctx).verdict).toEqual({
+      kind: 'allow',
+      approval: 'always',
+      affects: ['pages'],
+    });
+  });
+
   it('refuses an unknown tool', () => {
     expect(judgeToolCall(call('nope', {}), guard()).verdict).toMatchObject({
       kind: 'refuse',
