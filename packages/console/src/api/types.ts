@@ -102,6 +102,19 @@ export interface RunningTurn {
   startedAt: string;
 }
 
+/** A team run as GET /v1/runs lists it (newest first). */
+export interface RunSummary {
+  id: string;
+  teamId: string;
+  status: string;
+  input: string;
+  output: string | null;
+  error?: { code: string; message: string };
+  tasks: Array<{ id: string; agentId: string; role: string; status: string; conversationId: string }>;
+  usage: { costUsd: number };
+  createdAt: string;
+}
+
 /** A row of GET /v1/dead-letters (never the event's payload). */
 export interface DeadLetter {
   id: string;

@@ -1,4 +1,5 @@
-// One tenant's conversations (GET /v1/conversations) and its turns live (GET /v1/events).
+// One tenant's conversations (GET /v1/conversations), its turns live (GET /v1/events) and its team
+// runs (GET /v1/runs).
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { actingTenant, useSession } from '../api/session';
@@ -6,6 +7,7 @@ import type { ConversationSummary } from '../api/types';
 import { formatTime } from '../components/format';
 import { PageTitle } from '../components/layout';
 import { LiveTurns } from '../components/live-turns';
+import { RecentRuns } from '../components/recent-runs';
 import { ErrorNote, Loading, StatusBadge } from '../components/status';
 import { NeedsTenant } from '../components/tenant-picker';
 
@@ -70,6 +72,7 @@ export const Conversations = () => {
           </div>
         )}
       </section>
+      <RecentRuns key={session.tenantId} tenant={tenant} />
     </>
   );
 };

@@ -91,7 +91,7 @@ export const Overview = () => {
   return (
     <>
       <PageTitle title="Overview" />
-      <section className="card controls" aria-label="Overview time zone">
+      <section className="card controls" aria-label="Overview settings">
         <TimeZonePicker />
         <span className="muted small">Today and this month are calendar days in this zone.</span>
       </section>
