@@ -312,9 +312,10 @@ describe('MCP servers as a tool source', () => {
       url: mcpUrl(),
       tools: ['delete_page'],
       approval: policy,
+      affects: ['pages'],
     });
     expect(pages.status, pages.text).toBe(200);
-    expect((pages.body as { approval: unknown }).approval).toEqual(policy);
+    expect(pages.body).toMatchObject({ approval: policy, affects: ['pages'] });
     const agent = await call('PUT', '/v1/agents/pager', keys.admin, {
       model: 'openai:gpt-4o-mini',
       tools: ['pages__delete_page'],
@@ -329,7 +330,7 @@ describe('MCP servers as a tool source', () => {
     const created = await call('POST', '/v1/conversations', keys.editor, { agentId: 'pager' });
     const id = (created.body as { id: string }).id;
     const frames = await turn(id, '[m4] delete draft-1 and home', true);
-    expect(frames.at(-1)?.event).toBe('turn.completed');
+    expect(frames.at(-1)).toMatchObject({ event: 'turn.completed', data: { affected: ['pages'] } });
     const asked = frames
       .filter((f) => f.event === 'approval.required')
       .map((f) => f.data as { args: unknown; message?: string });

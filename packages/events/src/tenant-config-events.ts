@@ -111,6 +111,8 @@ export interface McpServerDefinition {
   timeoutMs: number;
   /** Whether a call whose outcome a crash left unknown is sent again (else `outcome_unknown`). */
   retryUnknown: boolean;
+  /** The resources every one of its tools' successful calls change (as a tool's `affects`). */
+  affects?: string[];
 }
 
 /** An MCP server was connected (created, replaced, or its tools refreshed). */

@@ -17,6 +17,7 @@ export const mcpSettingsOf = (server: McpServer): PutMcpServer['server'] => ({
   roles: server.roles as KeyRole[],
   timeoutMs: server.timeoutMs || MCP_TIMEOUT_MS,
   retryUnknown: server.retryUnknown,
+  ...(server.affects.length > 0 ? { affects: [...new Set(server.affects)] } : {}),
 });
 
 /** The message of a stored server: never its headers, only their names. */
@@ -34,4 +35,5 @@ export const mcpServerMessage = (server: McpServerDefinition): McpServer => ({
   timeoutMs: server.timeoutMs,
   retryUnknown: server.retryUnknown,
   headerNames: server.headerNames ?? [],
+  affects: [...(server.affects ?? [])],
 });

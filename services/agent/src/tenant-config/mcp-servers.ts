@@ -1,6 +1,7 @@
 import { NotFoundError, ValidationError, hasOwnKey, ownValue } from '@keel/core';
 import type { KeyRole, McpServerDefinition, McpToolDefinition, TenantConfigEvent } from '@keel/events';
 import { approvalPolicyProblem } from '@keel/tooling';
+import { checkAffects } from './affects.js';
 
 /*
  * MCP servers in the tenant configuration (API.md "Tool sources and policies"). Agents name a
@@ -73,6 +74,7 @@ const checkServer = (server: PutMcpServer['server']): void => {
     fail('timeoutMs', 'timeoutMs must be an integer from 100 to 120000');
   }
   if (typeof server.retryUnknown !== 'boolean') fail('retryUnknown', 'retryUnknown must be a boolean');
+  checkAffects(server.affects);
 };
 
 /**

@@ -16,6 +16,7 @@ import { approvalPolicyProblem } from '@keel/tooling';
 import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
 import type { PutMcpServer } from './mcp-servers.js';
 import { decideDeleteMcpServer, decidePutMcpServer, isKnownMcpTool } from './mcp-servers.js';
+import { checkAffects } from './affects.js';
 
 /** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
 export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
@@ -150,21 +151,6 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
     fail('timeoutMs', 'timeoutMs must be an integer from 100 to 120000');
   }
   checkAffects(tool.affects);
-};
-
-/** A resource name a tool's `affects` may list (`pages`, `schema`, `cms.pages`). */
-const AFFECTED_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
-
-/** A tool's `affects`: at most 20 short resource names. */
-const checkAffects = (affects: ToolDefinition['affects']): void => {
-  if (affects === undefined) return;
-  if (
-    !Array.isArray(affects) ||
-    affects.length > 20 ||
-    affects.some((a) => typeof a !== 'string' || !AFFECTED_NAME.test(a))
-  ) {
-    fail('affects', 'affects must be at most 20 names (letters, digits, _ . : -; up to 64 characters)');
-  }
 };
 
 /** Every tool an agent names exists: the tenant's, a built-in, or a configured MCP server's. */

@@ -40,6 +40,7 @@ export const resolveTools = (names: string[], config: TenantConfig, catalog: Too
         approval: server.approval,
         roles: server.roles,
         phases: [],
+        ...(server.affects && server.affects.length > 0 ? { affects: server.affects } : {}),
       }));
     }
     const own = ownValue(config.tools, name);

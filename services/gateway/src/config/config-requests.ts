@@ -88,8 +88,8 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
 /** Most names a tool's `affects` may list, and the form of one (`pages`, `schema`, `cms.pages`). */
 export const TOOL_AFFECTS = { maxItems: 20, name: /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/ } as const;
 
-/** A tool body's `affects` (API.md "Affected resources"): short names, unique, in the given order. */
-const affectsOf = (value: unknown): string[] => {
+/** A tool's (or MCP server's) `affects` (API.md "Affected resources"): short names, unique, in order. */
+export const affectsOf = (value: unknown): string[] => {
   if (value === undefined) return [];
   const message = `affects must be a list of at most ${TOOL_AFFECTS.maxItems} names (letters, digits, _ . : -; up to 64 characters)`;
   if (!Array.isArray(value) || value.length > TOOL_AFFECTS.maxItems) return fail('affects', message);

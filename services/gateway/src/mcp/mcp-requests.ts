@@ -2,7 +2,7 @@
 // here; the agent checks the meaning (name, URL and egress, allow-list against what the server lists).
 import type { McpServer } from '@keel/proto/keel/mcp/v1/mcp';
 import { approvalOfText, approvalTextOf } from '../config/approval-field.js';
-import { TOOL_TIMEOUT_MS } from '../config/config-requests.js';
+import { TOOL_TIMEOUT_MS, affectsOf } from '../config/config-requests.js';
 import {
   fail,
   objectWith,
@@ -57,6 +57,7 @@ export const parsePutMcpServer = (name: string, body: unknown): McpServerRequest
     'roles',
     'timeoutMs',
     'retryUnknown',
+    'affects',
   ]);
   if (object.retryUnknown !== undefined && typeof object.retryUnknown !== 'boolean') {
     fail('retryUnknown', 'retryUnknown must be a boolean');
@@ -74,6 +75,7 @@ export const parsePutMcpServer = (name: string, body: unknown): McpServerRequest
       timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,
       retryUnknown: object.retryUnknown === true,
       headerNames: [],
+      affects: affectsOf(object.affects),
     },
     headers: checkHeaders(object.headers),
   };
@@ -90,6 +92,7 @@ export interface McpServerView {
   timeoutMs: number;
   retryUnknown: boolean;
   headers: string[];
+  affects?: string[];
 }
 
 /** The view of a stored server (`headers`: the names only). */
@@ -107,4 +110,5 @@ export const mcpServerView = (server: McpServer): McpServerView => ({
   timeoutMs: server.timeoutMs,
   retryUnknown: server.retryUnknown,
   headers: server.headerNames,
+  ...(server.affects.length > 0 ? { affects: server.affects } : {}),
 });

@@ -53,6 +53,8 @@ export interface McpServer {
   retryUnknown: boolean;
   /** Names of the sealed headers. */
   headerNames: string[];
+  /** Resources its tools' successful calls change (as keel.agent.v1.Tool.affects); empty: none. */
+  affects: string[];
 }
 
 /** Request of McpService.PutMcpServer. */
@@ -297,7 +299,17 @@ export const McpToolAllowList: MessageFns<McpToolAllowList> = {
 };
 
 function createBaseMcpServer(): McpServer {
-  return { name: "", url: "", tools: [], approval: "", roles: [], timeoutMs: 0, retryUnknown: false, headerNames: [] };
+  return {
+    name: "",
+    url: "",
+    tools: [],
+    approval: "",
+    roles: [],
+    timeoutMs: 0,
+    retryUnknown: false,
+    headerNames: [],
+    affects: [],
+  };
 }
 
 export const McpServer: MessageFns<McpServer> = {
@@ -328,6 +340,9 @@ export const McpServer: MessageFns<McpServer> = {
     }
     for (const v of message.headerNames) {
       writer.uint32(74).string(v!);
+    }
+    for (const v of message.affects) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -417,6 +432,14 @@ export const McpServer: MessageFns<McpServer> = {
             message.headerNames.push(reader.string());
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.affects.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -452,6 +475,7 @@ export const McpServer: MessageFns<McpServer> = {
         : globalThis.Array.isArray(object?.header_names)
         ? object.header_names.map((e: any) => globalThis.String(e))
         : [],
+      affects: globalThis.Array.isArray(object?.affects) ? object.affects.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -484,6 +508,9 @@ export const McpServer: MessageFns<McpServer> = {
     if (message.headerNames?.length) {
       obj.headerNames = message.headerNames;
     }
+    if (message.affects?.length) {
+      obj.affects = message.affects;
+    }
     return obj;
   },
 
@@ -503,6 +530,7 @@ export const McpServer: MessageFns<McpServer> = {
     message.timeoutMs = object.timeoutMs ?? 0;
     message.retryUnknown = object.retryUnknown ?? false;
     message.headerNames = object.headerNames?.map((e) => e) || [];
+    message.affects = object.affects?.map((e) => e) || [];
     return message;
   },
 };
