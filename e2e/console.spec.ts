@@ -4,7 +4,9 @@
 // the operator sees a tenant and its cost this month, watches a turn appear live while it runs,
 // opens it, approves its pending approval with the button and sees the turn complete; usage
 // switches time zone and the chart moves to the other calendar day; the CSV's totals are those of
-// GET /v1/usage; another approval is denied; a dead letter is replayed; bad input (budget -5,
+// GET /v1/usage, and the Overview's figures follow the same zone; a turn running before the page
+// opened is listed and completes live; the tenant's team runs are listed, each task opening its
+// conversation; another approval is denied; a dead letter is replayed; bad input (budget -5,
 // empty tenant name) shows a message and changes nothing; a key that stops working sends the
 // console back to sign-in; a tenant admin sees no other tenant.
 // A screenshot of each page goes to CONSOLE_SCREENSHOTS (docs/console to refresh the README's).
@@ -126,7 +128,12 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
       intervalMs: 250,
     });
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    // The browser's zone, the console's default, is UTC here; the usage test picks another.
+    context = await browser.newContext({
+      viewport: { width: 1280, height: 800 },
+      acceptDownloads: true,
+      timezoneId: 'UTC',
+    });
     page = await context.newPage();
   }, 180_000);
 
@@ -320,6 +327,86 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
     expect(sums[2]).toBeCloseTo(api.totals.costUsd, 9);
     expect(sums[3]).toBe(api.totals.turns);
     expect(api.totals.turns).toBe(2);
+
+    // The Overview shares the zone: its figures are the overview's in that zone, and say so.
+    await goTo('Overview');
+    expect(await page.getByLabel('Time zone').inputValue()).toBe(zone);
+    const overview = (await get(`/v1/operator/overview?tz=${encodeURIComponent(zone)}`)).body as {
+      costTodayUsd: number;
+    };
+    const costToday = page.locator('.stat').filter({ hasText: 'Cost today' });
+    await expect.poll(async () => costToday.textContent(), { timeout: 15_000 }).toContain(zone);
+    expect(await costToday.textContent()).toContain(dollars(overview.costTodayUsd));
+    await page.getByLabel('Time zone').selectOption('UTC');
+    await expect.poll(async () => costToday.textContent(), { timeout: 15_000 }).toContain('UTC');
+  });
+
+  it('a turn running before the page opened (a slow model, no approval) is listed, then completes live', async () => {
+    platform.fake.on(
+      lastUserMessageIncludes('where is my parcel'),
+      fakeReply.text('Checking the warehouse now, one moment.', { chunkSize: 2, chunkDelayMs: 600 }),
+    );
+    const created = await platform.request('POST', '/v1/conversations', acme.keys.editor, {
+      agentId: 'support',
+    });
+    const id = ((await created.json()) as { id: string }).id;
+    await platform.request('POST', `/v1/conversations/${id}/messages`, acme.keys.editor, {
+      content: 'where is my parcel?',
+    });
+    await expect
+      .poll(
+        async () =>
+          ((await get(`/v1/conversations/${id}`, acme.keys.editor)).body as { status: string }).status,
+        { timeout: 30_000, intervalMs: [100] },
+      )
+      .toBe('running');
+    const running = (await get('/v1/turns?status=running', platform.operatorKey)).body as {
+      data: Array<{ conversationId: string }>;
+    };
+    expect(running.data.map((turn) => turn.conversationId)).toContain(id);
+    // A fresh page: its feed starts at the head of the log, after this turn's turn.started.
+    await page.goto(consoleUrl());
+    const row = page.getByRole('region', { name: 'Live turns' }).getByRole('row').filter({ hasText: id });
+    await expect.poll(async () => row.textContent(), { timeout: 10_000 }).toContain('running');
+    await expect.poll(async () => row.textContent(), { timeout: 30_000 }).toContain('completed');
+  });
+
+  it('the Conversations page lists the tenant’s team runs, each task opening its conversation', async () => {
+    platform.fake.on(lastUserMessageIncludes('Summarise the week'), fakeReply.text('A quiet week.'));
+    const team = await platform.request('PUT', '/v1/teams/desk', acme.keys.admin, {
+      topology: 'pipeline',
+      aggregation: 'last',
+      members: [{ agentId: 'support', role: 'Desk', position: 1 }],
+    });
+    expect(team.status).toBe(200);
+    const started = await platform.request('POST', '/v1/runs', acme.keys.editor, {
+      teamId: 'desk',
+      input: 'Summarise the week.',
+    });
+    expect(started.status).toBe(201);
+    const runId = ((await started.json()) as { id: string }).id;
+    await expect
+      .poll(
+        async () => ((await get(`/v1/runs/${runId}`, acme.keys.editor)).body as { status: string }).status,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBe('completed');
+    const run = (await get(`/v1/runs/${runId}`, acme.keys.editor)).body as {
+      tasks: Array<{ conversationId: string }>;
+    };
+    await goTo('Conversations');
+    const row = page.getByRole('table', { name: 'Runs' }).getByRole('row').filter({ hasText: runId });
+    await expect.poll(async () => row.textContent(), { timeout: 15_000 }).toContain('completed');
+    expect(await row.textContent()).toContain('desk');
+    await row.getByRole('link').first().click();
+    await expect
+      .poll(() => page.url(), { timeout: 15_000 })
+      .toContain(`/console/conversations/${run.tasks[0]!.conversationId}`);
+    await expect
+      .poll(async () => page.getByText('A quiet week.').count(), { timeout: 15_000 })
+      .toBeGreaterThan(0);
   });
 
   it('a turn paused before the page opened is listed; Deny refuses it: the model gets the refusal and the turn ends', async () => {
