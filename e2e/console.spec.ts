@@ -357,7 +357,7 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
       .poll(
         async () =>
           ((await get(`/v1/conversations/${id}`, acme.keys.editor)).body as { status: string }).status,
-        { timeout: 30_000, intervalMs: [100] },
+        { timeout: 30_000, interval: 100 },
       )
       .toBe('running');
     const running = (await get('/v1/turns?status=running', platform.operatorKey)).body as {

@@ -168,6 +168,12 @@ const requireStepDue = (state: Conversation, command: CommandOf<'RecordModelOutp
   return turn;
 };
 
+/** Why a call past the agent's step limit is not run. */
+const maxStepsError = (turn: CurrentTurn): EventError => ({
+  code: 'max_steps',
+  message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
+});
+
 /** The events of the tool calls one model step asked for: refused ones completed at once, others requested. */
 const toolCallEvents = (
   command: CommandOf<'RecordModelOutput'>,
@@ -177,13 +183,7 @@ const toolCallEvents = (
   const { turnId, approvalIds, at } = command;
   return command.toolCalls.flatMap(({ toolCallId, name, args, verdict }): ConversationEvent[] => {
     if (outOfSteps || verdict.kind === 'refuse') {
-      const error: EventError =
-        verdict.kind === 'refuse' && !outOfSteps
-          ? verdict.error
-          : {
-              code: 'max_steps',
-              message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
-            };
+      const error = verdict.kind === 'refuse' && !outOfSteps ? verdict.error : maxStepsError(turn);
       // Refused: never requested of the tools service; its result is the refusal the model reads.
       return [{ type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } }];
     }
