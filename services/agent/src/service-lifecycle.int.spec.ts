@@ -105,10 +105,16 @@ describe('a Keel service process', () => {
       const own: Record<Service, string[]> = {
         gateway: [
           'keel.conversations.v1.ConversationService',
+          'keel.operator.v1.OperatorService',
           'keel.pricing.v1.PricingService',
           'keel.usage.v1.UsageService',
         ],
-        agent: ['keel.agent.v1.AgentService'],
+        agent: [
+          'keel.agent.v1.AgentService',
+          'keel.mcp.v1.McpService',
+          'keel.models.v1.ModelsService',
+          'keel.run.v1.RunService',
+        ],
         tools: [],
         audit: ['keel.audit.v1.AuditService', 'keel.usage.v1.UsageService'],
         pricing: ['keel.pricing.v1.PricingService'],
