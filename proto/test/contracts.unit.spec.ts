@@ -233,7 +233,11 @@ describe('TurnEvent', () => {
       },
     },
     { id: '9.1', event: 'context', context: { turnId: 't1', contextTokens: 128, windowTokens: 128000 } },
-    { id: '10', event: 'turn.completed', turnCompleted: { turnId: 't1', finishReason: 'stop' } },
+    {
+      id: '10',
+      event: 'turn.completed',
+      turnCompleted: { turnId: 't1', finishReason: 'stop', affected: ['pages'] },
+    },
     {
       id: '11',
       event: 'turn.failed',

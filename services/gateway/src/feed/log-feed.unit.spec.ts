@@ -39,7 +39,7 @@ describe('readLogFeed (the tenant and operator events feeds)', () => {
       {
         id: '5',
         event: 'turn.completed',
-        data: { turnId: 'u1', finishReason: 'stop', conversationId: 'c1', tenantId: 'acme' },
+        data: { turnId: 'u1', finishReason: 'stop', affected: [], conversationId: 'c1', tenantId: 'acme' },
       },
     ]);
     stop.abort();

@@ -74,7 +74,13 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
       windowTokens: num(d.windowTokens),
     },
   }),
-  'turn.completed': (d) => ({ turnCompleted: { turnId: str(d.turnId), finishReason: str(d.finishReason) } }),
+  'turn.completed': (d) => ({
+    turnCompleted: {
+      turnId: str(d.turnId),
+      finishReason: str(d.finishReason),
+      affected: Array.isArray(d.affected) ? d.affected.map(String) : [],
+    },
+  }),
   'turn.failed': (d) => {
     const error = (typeof d.error === 'object' && d.error !== null ? d.error : {}) as Data;
     return {

@@ -606,6 +606,8 @@ export interface TurnCompleted {
   turnId: string;
   /** Why it ended, e.g. `stop` or `max_steps`. */
   finishReason: string;
+  /** What the turn's successful tool calls declared they change (their tools' `affects`), sorted. */
+  affected: string[];
 }
 
 /** turn.failed: the turn ended with an error. */
@@ -4586,7 +4588,7 @@ export const Context: MessageFns<Context> = {
 };
 
 function createBaseTurnCompleted(): TurnCompleted {
-  return { turnId: "", finishReason: "" };
+  return { turnId: "", finishReason: "", affected: [] };
 }
 
 export const TurnCompleted: MessageFns<TurnCompleted> = {
@@ -4596,6 +4598,9 @@ export const TurnCompleted: MessageFns<TurnCompleted> = {
     }
     if (message.finishReason !== "") {
       writer.uint32(18).string(message.finishReason);
+    }
+    for (const v of message.affected) {
+      writer.uint32(26).string(v!);
     }
     return writer;
   },
@@ -4629,6 +4634,14 @@ export const TurnCompleted: MessageFns<TurnCompleted> = {
             message.finishReason = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.affected.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4653,6 +4666,7 @@ export const TurnCompleted: MessageFns<TurnCompleted> = {
         : isSet(object.finish_reason)
         ? globalThis.String(object.finish_reason)
         : "",
+      affected: globalThis.Array.isArray(object?.affected) ? object.affected.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -4664,6 +4678,9 @@ export const TurnCompleted: MessageFns<TurnCompleted> = {
     if (message.finishReason !== "") {
       obj.finishReason = message.finishReason;
     }
+    if (message.affected?.length) {
+      obj.affected = message.affected;
+    }
     return obj;
   },
 
@@ -4674,6 +4691,7 @@ export const TurnCompleted: MessageFns<TurnCompleted> = {
     const message = createBaseTurnCompleted();
     message.turnId = object.turnId ?? "";
     message.finishReason = object.finishReason ?? "";
+    message.affected = object.affected?.map((e) => e) || [];
     return message;
   },
 };
