@@ -3,14 +3,15 @@ import { createServer } from 'node:net';
 /**
  * Ports handed out come from 20000–32767, below Linux's ephemeral range (32768–60999): a port the
  * OS picked with `listen(0)` can be taken by any outgoing connection (a driver's pool) before the
- * test's server binds it. Each vitest worker walks its own slice, so parallel files do not collide.
+ * test's server binds it. Each vitest worker walks its own slice, so parallel files do not collide,
+ * from an offset drawn per process, so two test runs on one machine seldom pick the same port.
  */
 const FIRST = 20_000;
 const LAST = 32_767;
 const SLICE = 1_500;
 const worker = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 0) || 0;
 const sliceStart = FIRST + ((worker * SLICE) % (LAST - FIRST + 1 - SLICE));
-let next = 0;
+let next = Math.floor(Math.random() * SLICE);
 
 const bindable = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
