@@ -12,6 +12,8 @@ export interface ApprovalWhen {
   when: JsonSchema;
   /** Shown with `approval.required`; `{{args.<path>}}` is filled from the call's arguments. */
   message?: string;
+  /** End-user roles (`X-Keel-User-Role`) whose turns never need the approval. */
+  exceptUserRoles?: string[];
 }
 
 /** A tool's approval policy. */
@@ -55,12 +57,22 @@ export const fillApprovalMessage = (template: string, args: unknown): string =>
   template.replace(VARIABLE, (_match, path: string) => valueAt(args, path));
 
 /**
- * What `policy` says of a call with `args`. A `when` whose check throws (a schema the validator
- * cannot compile) asks for approval: a policy that cannot be read never lets a call through.
+ * What `policy` says of a call with `args` in a turn of the end-user role `userRole`. A `when`
+ * whose check throws (a schema the validator cannot compile) asks for approval: a policy that
+ * cannot be read never lets a call through. A role the policy excepts needs no approval: the
+ * policy decided (`byPolicy`) without evaluating its `when`.
  */
-export const approvalFor = (policy: ApprovalPolicy, args: unknown, matches: SchemaMatch): ApprovalVerdict => {
+export const approvalFor = (
+  policy: ApprovalPolicy,
+  args: unknown,
+  matches: SchemaMatch,
+  userRole?: string,
+): ApprovalVerdict => {
   if (policy === 'never') return { required: false, byPolicy: false };
   if (policy === 'always') return { required: true, byPolicy: false };
+  if (userRole !== undefined && policy.exceptUserRoles?.includes(userRole)) {
+    return { required: false, byPolicy: true };
+  }
   let required: boolean;
   try {
     required = matches(policy.when, args);
@@ -75,6 +87,12 @@ export const approvalFor = (policy: ApprovalPolicy, args: unknown, matches: Sche
   };
 };
 
+/** Whether `value` lists at most 20 end-user role words (`X-Keel-User-Role`). */
+const isRoleList = (value: unknown): boolean =>
+  Array.isArray(value) &&
+  value.length <= 20 &&
+  value.every((role) => typeof role === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(role));
+
 /** Why `value` is not an approval policy (naming the field under `field`), or undefined when it is one. */
 export const approvalPolicyProblem = (
   value: unknown,
@@ -82,17 +100,20 @@ export const approvalPolicyProblem = (
 ): { field: string; message: string } | undefined => {
   if (value === 'never' || value === 'always') return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { field, message: `${field} must be "never", "always" or { "when": <JSON Schema>, "message"? }` };
+    return {
+      field,
+      message: `${field} must be "never", "always" or { "when": <JSON Schema>, "message"?, "exceptUserRoles"? }`,
+    };
   }
   const policy = value as Record<string, unknown>;
   const unknown = Object.keys(policy).find((k) => k !== 'when' && k !== 'message' && k !== 'exceptUserRoles');
   if (unknown !== undefined)
     return { field: `${field}.${unknown}`, message: `${field}.${unknown}: unknown field` };
-  if ('exceptUserRoles' in policy) {
-    // End-user roles (X-Keel-User-Role) are not recorded on turns yet: refused, not silently ignored.
+  const except = policy.exceptUserRoles;
+  if (except !== undefined && !isRoleList(except)) {
     return {
       field: `${field}.exceptUserRoles`,
-      message: `${field}.exceptUserRoles is not supported yet: turns do not record the end user's role`,
+      message: `${field}.exceptUserRoles must be a list of at most 20 end-user roles (1 to 64 letters, digits, _ or -)`,
     };
   }
   const when = policy.when;

@@ -53,8 +53,20 @@ describe('approval policies', () => {
       'approval.message',
     );
     expect(approvalPolicyProblem({ when: {}, message: '' })?.field).toBe('approval.message');
-    expect(approvalPolicyProblem({ when: {}, exceptUserRoles: ['owner'] })?.field).toBe(
+    expect(approvalPolicyProblem({ when: {}, exceptUserRoles: ['owner'] })).toBeUndefined();
+    expect(approvalPolicyProblem({ when: {}, exceptUserRoles: 'owner' })?.field).toBe(
       'approval.exceptUserRoles',
     );
+    expect(approvalPolicyProblem({ when: {}, exceptUserRoles: ['two words'] })?.field).toBe(
+      'approval.exceptUserRoles',
+    );
+  });
+
+  it('exceptUserRoles: a listed end-user role needs no approval (by policy); others as the when says', () => {
+    const policy: ApprovalPolicy = { ...deletePublished, exceptUserRoles: ['owner'] };
+    const published = { id: 'p1', status: 'published' };
+    expect(approvalFor(policy, published, matches, 'owner')).toEqual({ required: false, byPolicy: true });
+    expect(approvalFor(policy, published, matches, 'viewer')).toMatchObject({ required: true });
+    expect(approvalFor(policy, published, matches)).toMatchObject({ required: true });
   });
 });

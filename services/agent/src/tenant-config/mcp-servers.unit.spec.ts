@@ -107,7 +107,7 @@ describe('MCP servers in the tenant configuration', () => {
       );
     expect(refusedField(decide({ when: 'x' }))).toBe('approval.when');
     expect(refusedField(decide({ when: {}, message: '{{now}}' }))).toBe('approval.message');
-    expect(refusedField(decide({ when: {}, exceptUserRoles: ['owner'] }))).toBe('approval.exceptUserRoles');
+    expect(refusedField(decide({ when: {}, exceptUserRoles: 'owner' }))).toBe('approval.exceptUserRoles');
   });
 
   it('agents name its tools <server>__<tool> or <server>__*; unknown ones are 400 on tools', () => {
