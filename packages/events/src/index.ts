@@ -5,3 +5,4 @@ export * from './budget-events.js';
 export * from './upcasters.js';
 export * from './run-events.js';
 export * from './model-events.js';
+export * from './end-user.js';
