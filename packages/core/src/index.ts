@@ -118,3 +118,16 @@ export { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS, InMemoryIdempotencyStore } 
 export { sleep } from './time/index.js';
 export type { LogPort } from './logging/index.js';
 export { stderrLog } from './logging/index.js';
+export type { DataKey, DataKeyStore, SealedContent, SealingOptions, StoredDataKey } from './sealing/index.js';
+export {
+  DataKeyring,
+  ERASED_EVENT_TYPE,
+  EventSealer,
+  InMemoryDataKeyStore,
+  SEALED_FIELD,
+  SealingEventBus,
+  dataKeyId,
+  isClearField,
+  sealingStore,
+  splitContent,
+} from './sealing/index.js';

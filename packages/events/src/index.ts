@@ -6,3 +6,4 @@ export * from './upcasters.js';
 export * from './run-events.js';
 export * from './model-events.js';
 export * from './end-user.js';
+export * from './erasure-events.js';

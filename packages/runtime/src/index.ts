@@ -28,6 +28,7 @@ export { INTERNAL_ERROR_MESSAGE, grpcStatusOf, toRpcException } from './grpc-sta
 export type { GrpcErrorStatus } from './grpc-status.js';
 export { createInfrastructure } from './infrastructure.js';
 export type { Infrastructure, InfrastructureKinds } from './infrastructure.js';
+export type { ConversationErasure } from './erasure.js';
 export { REDACTED_PATHS, createLogger, withLogContext } from './logger.js';
 export type { KeelLogger, LogContext } from './logger.js';
 export { ServiceMetrics, createMetrics, createMetricsRegistry, processMetrics } from './metrics.js';

@@ -18,9 +18,12 @@ import {
   InMemoryInbox,
   InMemoryLeaseStore,
   OutboxRelay,
+  SealingEventBus,
   upcastingReads,
 } from '@keel/core';
 import { eventUpcasters } from '@keel/events';
+import type { ConversationErasure } from './erasure.js';
+import { conversationSealing } from './erasure.js';
 import type { KeelConfig } from './config.js';
 import type { KeelLogger } from './logger.js';
 import type { ReadinessReport } from './readiness.js';
@@ -50,6 +53,11 @@ export interface Infrastructure {
   readonly leases: LeaseStore;
   /** Requests made with an `Idempotency-Key` (the gateway), shared by its instances on MongoDB. */
   readonly idempotency: IdempotencyStore;
+  /**
+   * Conversations' data keys: their content is sealed in the log, snapshots and the bus with a
+   * key of their own (when KEEL_MASTER_KEY is set), and destroying it erases the content.
+   */
+  readonly erasure: ConversationErasure;
   readonly kinds: InfrastructureKinds;
   /** What the start found wrong but worked with (logged as warnings too), e.g. another store's stream. */
   readonly warnings?: readonly string[];
@@ -177,12 +185,17 @@ export async function createInfrastructure(
   const streamWarning = await checkStreamOwner(config, storage.store, rawBus, logger);
   // The fast path: commits published as soon as they are durable, feeds woken by them (see OutboxRelay).
   const fastPath = readEnv('KEEL_FAST_PATH') !== 'off';
-  const bus = new TrackingEventBus(rawBus, { watch: fastPath });
   const { checkpoints, leases, idempotency } = storage;
-  const store = upcastingReads(storage.store, eventUpcasters());
+  const upcasters = eventUpcasters();
+  const sealing = await conversationSealing(config, storage.store, logger);
+  // Readers see content (opened, then upcast); the log, its snapshots and the bus hold it sealed.
+  const store = upcastingReads(sealing.store, upcasters);
+  // The relay publishes commits as stored (sealed); consumers get them opened and upcast.
+  const sealedBus = new SealingEventBus(rawBus, sealing.sealer, (event) => upcasters.upcast(event));
+  const bus = new TrackingEventBus(sealedBus, { watch: fastPath });
   const relay = new OutboxRelay({
-    store,
-    bus: rawBus,
+    store: storage.store,
+    bus: sealedBus,
     checkpoints,
     leases,
     name: RELAY_NAME,
@@ -218,6 +231,7 @@ export async function createInfrastructure(
     checkpoints,
     leases,
     idempotency,
+    erasure: sealing.erasure,
     kinds,
     warnings: streamWarning === undefined ? [] : [streamWarning],
     probe: (timeoutMs) => probeReadiness(store, rawBus, timeoutMs),

@@ -11,3 +11,4 @@ export { MongoIdempotencyStore } from './mongo-idempotency-store.js';
 export type { CommitDocument } from './commit-document.js';
 export { commitKey } from './commit-document.js';
 export { STORE_IDENTITY_COLLECTION, storeIdentity } from './store-identity.js';
+export { MongoDataKeyStore } from './mongo-data-keys.js';

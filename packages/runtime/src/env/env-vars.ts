@@ -150,8 +150,8 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'KEEL_MASTER_KEY',
     kind: { type: 'base64-bytes', bytes: 32 },
-    readers: ['agent', 'tools'],
-    doc: 'seals provider keys and webhook secrets (AES-256-GCM); the same on every service; unset: made up per process (npm start on MongoDB keeps it in .keel/master-key)',
+    readers: 'all',
+    doc: "seals provider keys, webhook secrets and conversations' data keys (AES-256-GCM); the same on every service; unset: made up per process (npm start on MongoDB keeps it in .keel/master-key), and conversations are not sealed",
     secret: true,
   },
 

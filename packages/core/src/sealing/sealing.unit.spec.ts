@@ -1,0 +1,66 @@
+// The sealing contract (sealing.contract.ts) on the in-memory store and key store, and the bus side.
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { InMemoryEventBus } from '../bus/in-memory-bus.js';
+import { InMemoryEventStore } from '../event-store/in-memory-event-store.js';
+import type { RecordedEvent } from '../typing/index.js';
+import { DataKeyring, InMemoryDataKeyStore } from './data-keys.js';
+import { ERASED_EVENT_TYPE, EventSealer } from './event-sealer.js';
+import { describeSealingContract } from './sealing.contract.js';
+import { SealingEventBus } from './sealing-decorators.js';
+
+describeSealingContract('in memory', () =>
+  Promise.resolve({ store: new InMemoryEventStore(), keys: new InMemoryDataKeyStore() }),
+);
+
+const event = (version: number, type: string, data: unknown): RecordedEvent => ({
+  eventId: `00000000-0000-7000-8000-00000000000${version}`,
+  type,
+  data,
+  metadata: {},
+  tenantId: 'acme',
+  streamName: 'chat-9',
+  version,
+  commitId: `c${version}`,
+  recordedAt: '2026-01-01T00:00:00Z',
+});
+
+describe('SealingEventBus', () => {
+  it('publishes sealed, hands consumers the events opened and lifted, erased once the key is gone', async () => {
+    const keys = new InMemoryDataKeyStore();
+    const master = randomBytes(32);
+    const sealer = new EventSealer({
+      keyring: new DataKeyring(keys, master),
+      sealed: (s) => s.startsWith('chat-'),
+      erasureType: 'StreamErased',
+    });
+    const published: RecordedEvent[] = [];
+    class SpiedBus extends InMemoryEventBus {
+      override publish(events: RecordedEvent[]): Promise<void> {
+        published.push(...events);
+        return super.publish(events);
+      }
+    }
+    const bus = new SealingEventBus(new SpiedBus(), sealer, (e) => ({ ...e, metadata: { lifted: true } }));
+    const seen: RecordedEvent[] = [];
+    await bus.consume({ name: 'c' }, async ({ event: e }) => {
+      seen.push(e);
+    });
+    await bus.publish([event(1, 'Said', { text: 'secret words', at: 'x' })]);
+    await new DataKeyring(keys, master).destroy('acme', 'chat-9');
+    await bus.publish([
+      event(2, 'StreamErased', { by: 'k', at: 'y' }),
+      event(3, 'Said', { text: 'late words' }),
+    ]);
+    await expect.poll(() => seen.length).toBe(3);
+
+    expect(JSON.stringify(published)).not.toMatch(/secret words|late words/);
+    expect(seen[0]).toMatchObject({
+      type: 'Said',
+      data: { text: 'secret words', at: 'x' },
+      metadata: { lifted: true },
+    });
+    expect(seen.slice(1).map((e) => e.type)).toEqual(['StreamErased', ERASED_EVENT_TYPE]);
+    await bus.close();
+  });
+});

@@ -1,0 +1,65 @@
+import type { EventStoreAdapter } from '@keel/core';
+import { DataKeyring, EventSealer, InMemoryDataKeyStore, sealingStore } from '@keel/core';
+import type { DataKeyStore } from '@keel/core';
+import { CONVERSATION_CATEGORY, CONVERSATION_DELETED } from '@keel/events';
+import { randomBytes } from 'node:crypto';
+import type { KeelConfig } from './config.js';
+import { readEnv } from './env/env-check.js';
+import type { KeelLogger } from './logger.js';
+
+/** What erasing a conversation needs of the infrastructure. */
+export interface ConversationErasure {
+  /** Whether conversations' content is sealed (KEEL_MASTER_KEY is set). */
+  readonly sealing: boolean;
+  /**
+   * Destroys the stream's data key and deletes its snapshots: its sealed content is unreadable
+   * everywhere from now on (log, snapshots, the bus's retained messages). Idempotent.
+   */
+  erase(tenantId: string, streamName: string): Promise<void>;
+  /** Whether the stream's key was destroyed, asked of the key store now (not this process's cache). */
+  isErased(tenantId: string, streamName: string): Promise<boolean>;
+}
+
+const CONVERSATION_PREFIX = `${CONVERSATION_CATEGORY}-`;
+
+/**
+ * The sealing of conversation streams for one process: with KEEL_MASTER_KEY, every conversation's
+ * content is sealed under its own data key (kept sealed with the master key in `data_keys`);
+ * without it nothing new is sealed (a warning says erasure then leaves content in the log), and
+ * sealed content does not open.
+ */
+export const conversationSealing = async (
+  config: KeelConfig,
+  rawStore: EventStoreAdapter,
+  logger: KeelLogger,
+): Promise<{ store: EventStoreAdapter; sealer: EventSealer; erasure: ConversationErasure }> => {
+  const masterKey = readEnv('KEEL_MASTER_KEY');
+  const sealing = typeof masterKey === 'string';
+  if (!sealing)
+    logger.warn(
+      'KEEL_MASTER_KEY is not set: conversations are not sealed, so deleting one leaves its content in the log',
+    );
+  const keys = await dataKeyStore(config, rawStore);
+  const keyring = new DataKeyring(keys, sealing ? Buffer.from(masterKey, 'base64') : randomBytes(32));
+  const sealer = new EventSealer({
+    keyring,
+    sealed: (streamName) => sealing && streamName.startsWith(CONVERSATION_PREFIX),
+    erasureType: CONVERSATION_DELETED,
+  });
+  const erasure: ConversationErasure = {
+    sealing,
+    async erase(tenantId, streamName) {
+      await keyring.destroy(tenantId, streamName);
+      await rawStore.snapshots.delete(tenantId, streamName);
+    },
+    isErased: (tenantId, streamName) => keyring.isDestroyed(tenantId, streamName),
+  };
+  return { store: sealingStore(rawStore, sealer), sealer, erasure };
+};
+
+const dataKeyStore = async (config: KeelConfig, store: EventStoreAdapter): Promise<DataKeyStore> => {
+  if (config.mongodbUrl === undefined) return new InMemoryDataKeyStore();
+  const mongo = await import('@keel/core/mongodb');
+  if (!(store instanceof mongo.MongoEventStore)) return new InMemoryDataKeyStore();
+  return new mongo.MongoDataKeyStore(store.db);
+};
