@@ -37,6 +37,7 @@ const SERVED: Record<Service, string[]> = {
     'keel.run.v1.RunService',
     'keel.models.v1.ModelsService',
     'keel.mcp.v1.McpService',
+    'keel.hooks.v1.HookService',
   ],
   tools: [HEALTH],
   audit: [HEALTH, 'keel.audit.v1.AuditService', 'keel.usage.v1.UsageService'],

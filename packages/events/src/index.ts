@@ -5,5 +5,6 @@ export * from './budget-events.js';
 export * from './upcasters.js';
 export * from './run-events.js';
 export * from './model-events.js';
+export * from './hook-events.js';
 export * from './end-user.js';
 export * from './erasure-events.js';

@@ -1,5 +1,6 @@
 import type { EventData } from '@keel/core';
 import type { AgentPhases } from './conversation-events.js';
+import type { HookConfigured, HookDeleted } from './hook-events.js';
 import type { AgentOptions, MemoryDeclaration } from './model-events.js';
 
 /** Category of the tenant configuration streams: `tenantconfig-<tenantId>`. */
@@ -84,7 +85,9 @@ export type TenantConfigEvent =
   | TeamConfigured
   | TeamDeleted
   | McpServerConfigured
-  | McpServerDeleted;
+  | McpServerDeleted
+  | HookConfigured
+  | HookDeleted;
 
 /** A tool an MCP server listed (its name on the server; agents call it `<server>__<name>`). */
 export interface McpToolDefinition {

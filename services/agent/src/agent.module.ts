@@ -41,6 +41,11 @@ import { RunController } from './team/team.grpc.js';
 import { MCP_LISTER, McpController } from './mcp/mcp.grpc.js';
 import { createMcpLister } from './mcp/mcp-lister.js';
 import { KEEL_MCP_V1_PACKAGE_NAME, protobufFileName as mcpProtoFile } from '@keel/proto/keel/mcp/v1/mcp';
+import {
+  KEEL_HOOKS_V1_PACKAGE_NAME,
+  protobufFileName as hooksProtoFile,
+} from '@keel/proto/keel/hooks/v1/hooks';
+import { HooksController } from './hooks/hooks.grpc.js';
 import { RunManager } from './run/run-manager.js';
 import { RunService } from './run/run.service.js';
 import { InMemoryRunDeadlines } from './run/run-deadlines.js';
@@ -92,7 +97,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
  * to the gateway over gRPC (keel.agent.v1.AgentService), and runs turns with the TurnWorker.
  */
 @Module({
-  controllers: [AgentController, RunController, ModelsController, McpController],
+  controllers: [AgentController, RunController, ModelsController, McpController, HooksController],
   providers: [
     {
       provide: DefaultsService,
@@ -259,5 +264,6 @@ export const AGENT_GRPC_SERVICES = [
   { package: KEEL_AGENT_V1_PACKAGE_NAME, protoFile: agentProtoFile },
   { package: KEEL_RUN_V1_PACKAGE_NAME, protoFile: runProtoFile },
   { package: KEEL_MCP_V1_PACKAGE_NAME, protoFile: mcpProtoFile },
+  { package: KEEL_HOOKS_V1_PACKAGE_NAME, protoFile: hooksProtoFile },
   { package: KEEL_MODELS_V1_PACKAGE_NAME, protoFile: modelsProtoFile },
 ];

@@ -111,6 +111,7 @@ describe('a Keel service process', () => {
         ],
         agent: [
           'keel.agent.v1.AgentService',
+          'keel.hooks.v1.HookService',
           'keel.mcp.v1.McpService',
           'keel.models.v1.ModelsService',
           'keel.run.v1.RunService',

@@ -12,7 +12,9 @@ import { MeController } from './auth/me.controller.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
 import { ConfigController } from './config/config.controller.js';
 import { ConversationsController } from './conversations/conversations.controller.js';
+import { ConversationManagementController } from './conversations/conversation-management.controller.js';
 import { ConversationsGrpcController } from './grpc/conversations.grpc.js';
+import { ToolResultsController } from './conversations/tool-results.controller.js';
 import { GrpcCallerResolver } from './grpc/grpc-caller.js';
 import { PricingClient, pricingAddressFromEnv } from './grpc/pricing.client.js';
 import { PricingGrpcController } from './grpc/pricing.grpc.js';
@@ -43,6 +45,8 @@ import { RunClient } from './runs/run.client.js';
 import { TeamsController } from './runs/teams.controller.js';
 import { McpClient } from './mcp/mcp.client.js';
 import { McpServersController } from './mcp/mcp.controller.js';
+import { HooksClient } from './hooks/hooks.client.js';
+import { HooksController } from './hooks/hooks.controller.js';
 import { ModelsClient } from './models/models.client.js';
 import { ModelsController } from './models/models.controller.js';
 import { RunsController } from './runs/runs.controller.js';
@@ -57,6 +61,8 @@ import { RunFeedController } from './runs/run-feed.controller.js';
     KeysController,
     ConfigController,
     ConversationsController,
+    ToolResultsController,
+    ConversationManagementController,
     EventsFeedController,
     LogFeedController,
     ApprovalsController,
@@ -67,6 +73,7 @@ import { RunFeedController } from './runs/run-feed.controller.js';
     AuditController,
     TeamsController,
     McpServersController,
+    HooksController,
     ModelsController,
     RunFeedController,
     RunsController,
@@ -109,6 +116,8 @@ import { RunFeedController } from './runs/run-feed.controller.js';
     { provide: RunClient, useFactory: () => new RunClient(agentAddressFromEnv()) },
     // keel.mcp.v1.McpService: the tenant's MCP servers, served by the agent.
     { provide: McpClient, useFactory: () => new McpClient(agentAddressFromEnv()) },
+    // keel.hooks.v1.HookService: the tenant's hooks, served by the agent.
+    { provide: HooksClient, useFactory: () => new HooksClient(agentAddressFromEnv()) },
     // keel.models.v1.ModelsService: model access and defaults, served by the agent.
     { provide: ModelsClient, useFactory: () => new ModelsClient(agentAddressFromEnv()) },
     { provide: AuditServiceClient, useFactory: () => new AuditServiceClient(auditAddressFromEnv()) },

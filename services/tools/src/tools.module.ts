@@ -16,6 +16,12 @@ import { McpExecutor } from './execution/mcp-executor.js';
 import type { ToolCallLedger } from './execution/index.js';
 import { TenantToolsCache } from './tool-calls/tenant-tools.js';
 import { ToolCallConsumer } from './tool-calls/tool-call.consumer.js';
+import { HookDeliveries } from './hooks/hook-deliveries.js';
+import type { HookLaneStore } from './hooks/hook-lanes.js';
+import { InMemoryHookLaneStore } from './hooks/hook-lanes.js';
+import { scheduleOf } from './hooks/hook-policy.js';
+import { createHookSender } from './hooks/hook-sender.js';
+import { MongoHookLaneStore } from './hooks/mongo-hook-lanes.js';
 
 /**
  * Largest webhook response accepted: half the log's 1 MiB event limit, so a result always fits
@@ -49,6 +55,36 @@ const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
   infra.store instanceof MongoEventStore
     ? new MongoToolCallLedger(infra.store.db)
     : new InMemoryToolCallLedger();
+
+/** The hook lanes next to the event log: MongoDB when the log is, else in memory (dev mode). */
+const hookLanesFor = (infra: Infrastructure): HookLaneStore =>
+  infra.store instanceof MongoEventStore
+    ? new MongoHookLaneStore(infra.store.db)
+    : new InMemoryHookLaneStore();
+
+/** Hook deliveries (API.md "Hooks"): `KEEL_HOOKS_*` tune retries, leases and polling. */
+const hookDeliveriesFor = (infra: Infrastructure, logger: KeelLogger): HookDeliveries => {
+  const log = logger.child({ component: 'hooks' });
+  const secrets = secretBoxFromEnv(log);
+  const tenants = new TenantToolsCache(infra.store);
+  return new HookDeliveries(
+    {
+      store: infra.store,
+      bus: infra.bus,
+      lanes: hookLanesFor(infra),
+      // Hook URLs are tenant URLs: the same egress policy, checked again at every send.
+      send: createHookSender({ egress: egressPolicyFromEnv() }),
+      tenantHooks: (tenantId) => tenants.get(tenantId),
+      ...(secrets ? { secrets } : {}),
+      logger: log,
+    },
+    {
+      schedule: scheduleOf(String(readEnv('KEEL_HOOKS_BACKOFF_MS'))),
+      leaseMs: Number(readEnv('KEEL_HOOKS_LEASE_MS')),
+      pollMs: Number(readEnv('KEEL_HOOKS_POLL_MS')),
+    },
+  );
+};
 
 /**
  * The tools service: executes the tool calls of conversations once (ToolCallConsumer) and
@@ -85,17 +121,24 @@ const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
         );
       },
     },
+    {
+      provide: HookDeliveries,
+      inject: [KEEL_INFRA, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, logger: KeelLogger) => hookDeliveriesFor(infra, logger),
+    },
   ],
 })
 export class ToolsModule implements OnApplicationBootstrap, BeforeApplicationShutdown {
   constructor(
     @Inject(ToolCallConsumer) private readonly consumer: ToolCallConsumer,
+    @Inject(HookDeliveries) private readonly hooks: HookDeliveries,
     @Inject(KEEL_CONFIG) private readonly config: KeelConfig,
   ) {}
 
   /** Takes tool calls once every provider is built (before the service reports ready). */
   async onApplicationBootstrap(): Promise<void> {
     await this.consumer.start();
+    await this.hooks.start();
   }
 
   /**
@@ -104,6 +147,9 @@ export class ToolsModule implements OnApplicationBootstrap, BeforeApplicationShu
    * Idempotency-Key, while this process still exits within its deadline.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.consumer.stop({ graceMs: Math.floor(this.config.shutdownTimeoutMs / 3) });
+    await Promise.all([
+      this.consumer.stop({ graceMs: Math.floor(this.config.shutdownTimeoutMs / 3) }),
+      this.hooks.stop(),
+    ]);
   }
 }

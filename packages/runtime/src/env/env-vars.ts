@@ -343,6 +343,27 @@ export const ENV_VARS: readonly EnvVar[] = [
     default: '10000',
     doc: "the tool-call consumer's ack wait",
   },
+  {
+    name: 'KEEL_HOOKS_BACKOFF_MS',
+    kind: { type: 'pattern', pattern: /^\d{1,9}(,\d{1,9}){0,19}$/, what: 'comma-separated milliseconds' },
+    readers: ['tools'],
+    default: '1000,5000,30000,120000,600000',
+    doc: 'waits between the attempts of a hook delivery; one more attempt than waits, then the dead letter',
+  },
+  {
+    name: 'KEEL_HOOKS_LEASE_MS',
+    kind: ms(500, 3_600_000),
+    readers: ['tools'],
+    default: '30000',
+    doc: "how long a conversation's hook deliveries stay with a tools process that stopped answering",
+  },
+  {
+    name: 'KEEL_HOOKS_POLL_MS',
+    kind: ms(50, 60_000),
+    readers: ['tools'],
+    default: '1000',
+    doc: 'how often the tools service looks for hook deliveries due (retries, other instances)',
+  },
 
   // Audit.
   {

@@ -2,6 +2,7 @@ import type { Decider } from '@keel/core';
 import { ValidationError, hasOwnKey, withOwn } from '@keel/core';
 import type {
   AgentDefinition,
+  HookDefinition,
   KeyRole,
   McpServerDefinition,
   Provider,
@@ -17,6 +18,7 @@ import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
 import type { PutMcpServer } from './mcp-servers.js';
 import { decideDeleteMcpServer, decidePutMcpServer, isKnownMcpTool } from './mcp-servers.js';
 import { checkAffects } from './affects.js';
+import { decideDeleteHook, decidePutHook } from './hooks.js';
 
 /** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
 export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator'] as const;
@@ -79,6 +81,8 @@ export interface TenantConfig {
   teams: Record<string, TeamDefinition>;
   /** MCP servers and the tools they listed (API.md "Tool sources and policies"). */
   mcpServers: Record<string, McpServerDefinition>;
+  /** Hooks by name (absent in snapshots taken before hooks existed). */
+  hooks?: Record<string, HookDefinition>;
   providers: Partial<Record<Provider, { apiKey?: SealedSecret; baseUrl?: string }>>;
   webhookSecret?: SealedSecret;
 }
@@ -92,7 +96,9 @@ export type TenantConfigCommand =
   | { type: 'PutTeam'; team: TeamDefinition; at: string }
   | { type: 'DeleteTeam'; teamId: string; at: string }
   | { type: 'PutMcpServer'; put: PutMcpServer; at: string }
-  | { type: 'DeleteMcpServer'; name: string; at: string };
+  | { type: 'DeleteMcpServer'; name: string; at: string }
+  | { type: 'PutHook'; hook: HookDefinition; at: string }
+  | { type: 'DeleteHook'; name: string; at: string };
 
 const fail = (field: string, message: string): never => {
   throw new ValidationError(message, { field });
@@ -298,6 +304,15 @@ const decideTenantConfig = (
       );
     case 'DeleteMcpServer':
       return decideDeleteMcpServer(command.name, state.mcpServers, command.at);
+    case 'PutHook':
+      return decidePutHook(
+        command.hook,
+        state.hooks ?? {},
+        (field, value) => checkUrl(field, value, egress),
+        command.at,
+      );
+    case 'DeleteHook':
+      return decideDeleteHook(command.name, state.hooks ?? {}, command.at);
     default: {
       const unknown: never = command;
       throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);
@@ -337,6 +352,10 @@ const evolveTenantConfig = (state: TenantConfig, event: TenantConfigEvent): Tena
     }
     case 'McpServerDeleted':
       return { ...state, mcpServers: without(state.mcpServers, event.data.name) };
+    case 'HookConfigured':
+      return { ...state, hooks: withOwn(state.hooks ?? {}, event.data.hook.name, event.data.hook) };
+    case 'HookDeleted':
+      return { ...state, hooks: without(state.hooks ?? {}, event.data.name) };
     default: {
       // An event this version does not know (a newer writer's) changes nothing it can read.
       const _unknown: never = event;

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '@keel/core';
 import { ValidationError } from '@keel/core';
-import type { ConversationEvent } from '@keel/events';
+import type { ConversationEvent, HookDataReceived } from '@keel/events';
 import { runFrame } from '../runs/run-frames.js';
 
 /** One SSE frame of a feed, the events feed or a turn feed (API.md "The turn stream (SSE)"). */
@@ -80,11 +80,18 @@ const DURABLE: DurableMapping = {
   TurnCancelled: (d) => ['turn.cancelled', { turnId: d.turnId }],
 };
 
+/** A hook's answer (API.md "Hooks"): the `data` frame `{ hook, data }`. */
+const hookDataFrame = (event: RecordedEvent): FeedFrame => {
+  const { hook, data } = event.data as HookDataReceived['data'];
+  return { id: String(event.version), event: 'data', data: { hook, data } };
+};
+
 /**
  * The frame of a durable conversation event, id = its version; undefined for the events API.md
  * does not name (ConversationCreated, UserMessageAdded, TurnQueued, PhaseChanged, unknown types).
  */
 export const durableFrame = (event: RecordedEvent): FeedFrame | undefined => {
+  if (event.type === 'HookDataReceived') return hookDataFrame(event);
   // A run's stream (GET /v1/runs/{id}/events) is read by the same feed.
   if (!Object.hasOwn(DURABLE, event.type)) return runFrame(event);
   const map = DURABLE[event.type as ConversationEvent['type']] as

@@ -1,6 +1,9 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
 import { isEvent, streamName } from '@keel/core';
 import type {
+  HookConfigured,
+  HookDefinition,
+  HookDeleted,
   McpServerConfigured,
   McpServerDefinition,
   McpServerDeleted,
@@ -24,10 +27,12 @@ export interface TenantTools {
   webhookSecret?: SealedSecret;
   /** The tenant's MCP servers by name, with the tools they listed. */
   mcpServers: Readonly<Record<string, McpServerDefinition>>;
+  /** The tenant's hooks by name (API.md "Hooks"). */
+  hooks: Readonly<Record<string, HookDefinition>>;
 }
 
 /** The state before any configuration event. */
-export const emptyTenantTools = (): TenantTools => ({ version: 0, tools: {}, mcpServers: {} });
+export const emptyTenantTools = (): TenantTools => ({ version: 0, tools: {}, mcpServers: {}, hooks: {} });
 
 /**
  * Folds one tenant configuration event. Events this service does not need (agents, providers)
@@ -50,7 +55,20 @@ export const evolveTenantTools = (state: TenantTools, event: RecordedEvent): Ten
     const kept = Object.entries(state.mcpServers).filter(([name]) => name !== event.data.name);
     return { ...state, version, mcpServers: Object.fromEntries(kept) };
   }
-  return { ...state, version };
+  return { ...evolveHooks(state, event), version };
+};
+
+/** Folds the hook events (the tools service delivers to hooks). */
+const evolveHooks = (state: TenantTools, event: RecordedEvent): TenantTools => {
+  if (isEvent<HookConfigured>(event, 'HookConfigured')) {
+    const { hook } = event.data;
+    return { ...state, hooks: { ...state.hooks, [hook.name]: hook } };
+  }
+  if (isEvent<HookDeleted>(event, 'HookDeleted')) {
+    const kept = Object.entries(state.hooks).filter(([name]) => name !== event.data.name);
+    return { ...state, hooks: Object.fromEntries(kept) };
+  }
+  return state;
 };
 
 /** A tool as the tools service resolved it for one call. */

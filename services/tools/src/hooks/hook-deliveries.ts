@@ -1,0 +1,287 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Consumer, Delivery, EventBus, EventStore, RecordedEvent } from '@keel/core';
+import { parseStreamName } from '@keel/core';
+import type { HookDefinition, SealedSecret } from '@keel/events';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { KeelLogger, SecretBox } from '@keel/runtime';
+import type { HookLane, HookLaneStore } from './hook-lanes.js';
+import type { RetrySchedule } from './hook-policy.js';
+import {
+  afterFailure,
+  answerData,
+  hookBody,
+  hookDeadLetterConsumer,
+  hookEventName,
+  hookWants,
+  hooksFor,
+} from './hook-policy.js';
+import type { HookSender } from './hook-sender.js';
+
+/** Durable name of the tools service's consumer that opens hook lanes. */
+export const HOOK_CONSUMER = 'hooks';
+
+/** What the deliveries work with (ports; the module wires MongoDB, NATS, the guarded sender). */
+export interface HookDeliveriesDeps {
+  store: EventStore;
+  bus: EventBus;
+  lanes: HookLaneStore;
+  send: HookSender;
+  /** The tenant's hooks and sealed webhook secret, as of now. */
+  tenantHooks(
+    tenantId: string,
+  ): Promise<{ hooks: Readonly<Record<string, HookDefinition>>; webhookSecret?: SealedSecret }>;
+  /** Opens the webhook secret that signs deliveries; without it signed tenants' deliveries fail. */
+  secrets?: Pick<SecretBox, 'open'>;
+  logger: KeelLogger;
+  now?: () => number;
+}
+
+/** Settings; the defaults suit production. */
+export interface HookDeliveriesOptions {
+  schedule: RetrySchedule;
+  /** How long a lane stays with this process without a renewal (default 30 s). */
+  leaseMs?: number;
+  /** How often lanes due are looked for (default 1 s; a new event wakes the worker at once). */
+  pollMs?: number;
+  /** Lanes worked at once by this process (default 16). */
+  maxLanes?: number;
+}
+
+/** A UUID derived from `parts`: the same parts always give the same id (idempotent appends and records). */
+export const derivedUuid = (...parts: string[]): string => {
+  const hex = createHash('sha256').update(parts.join('\u0000')).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+};
+
+/**
+ * Delivers durable events to hooks (API.md "Hooks"; policy in hook-policy.ts). A durable NATS
+ * consumer (one event at a time, so a lane is opened by its first event) only records that a
+ * (hook, stream) lane has work; the worker leases due lanes from the lane store and sends each
+ * lane's events in version order, moving the cursor after each success or dead letter. Lanes and
+ * cursors are in MongoDB, so a SIGKILLed process's lanes are taken up by any instance once their
+ * lease runs out, starting again at the first unsettled event (same Idempotency-Key).
+ */
+export class HookDeliveries {
+  readonly #deps: HookDeliveriesDeps;
+  readonly #options: Required<HookDeliveriesOptions>;
+  readonly #owner = randomUUID();
+  readonly #active = new Set<Promise<void>>();
+  /** The agent of each conversation seen (for hooks that name one); a conversation's agent never changes. */
+  readonly #agents = new Map<string, string | undefined>();
+  #consumer: Consumer | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking = false;
+  #again = false;
+
+  constructor(deps: HookDeliveriesDeps, options: HookDeliveriesOptions) {
+    this.#deps = deps;
+    this.#options = { leaseMs: 30_000, pollMs: 1_000, maxLanes: 16, ...options };
+  }
+
+  async start(): Promise<void> {
+    if (this.#consumer) return;
+    this.#consumer = await this.#deps.bus.consume(
+      { name: HOOK_CONSUMER, maxInFlight: 1, ackWaitMs: 30_000, idempotency: 'none' },
+      (delivery) => this.#onEvent(delivery),
+    );
+    this.#timer = setInterval(() => this.wake(), this.#options.pollMs);
+    this.wake();
+  }
+
+  /** Stops taking events and lanes; waits for the sends in progress (each bounded by its timeout). */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    const consumer = this.#consumer;
+    this.#consumer = undefined;
+    await consumer?.stop();
+    await Promise.all([...this.#active]);
+  }
+
+  /** Looks for lanes due now (also called by the poll timer). */
+  wake(): void {
+    if (this.#ticking) {
+      this.#again = true;
+      return;
+    }
+    this.#ticking = true;
+    void this.#tick()
+      .catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'hook lanes not claimed'))
+      .finally(() => {
+        this.#ticking = false;
+        if (this.#again && this.#timer) {
+          this.#again = false;
+          this.wake();
+        }
+      });
+  }
+
+  async #onEvent({ event }: Delivery): Promise<void> {
+    if (hookEventName(event) === undefined) return;
+    const { hooks } = await this.#deps.tenantHooks(event.tenantId);
+    const matching = hooksFor(event, hooks);
+    for (const hook of matching) {
+      await this.#deps.lanes.touch(
+        { tenantId: event.tenantId, hook: hook.name, streamName: event.streamName },
+        event.version,
+      );
+    }
+    if (matching.length > 0) this.wake();
+  }
+
+  async #tick(): Promise<void> {
+    const room = this.#options.maxLanes - this.#active.size;
+    if (room <= 0 || !this.#timer) return;
+    const now = this.#now();
+    const lanes = await this.#deps.lanes.claim(this.#owner, now, this.#options.leaseMs, room);
+    for (const lane of lanes) {
+      const work: Promise<void> = this.#work(lane)
+        .catch((error: unknown) =>
+          this.#deps.logger.warn(
+            { err: error, hook: lane.hook, tenantId: lane.tenantId },
+            'hook lane failed',
+          ),
+        )
+        .finally(() => {
+          this.#active.delete(work);
+          void this.#deps.lanes.release(lane.id, this.#owner).catch(() => undefined);
+        });
+      this.#active.add(work);
+    }
+  }
+
+  /** Sends the lane's events after its cursor in order, until done or a failed attempt. */
+  async #work(lane: HookLane): Promise<void> {
+    const { lanes, store } = this.#deps;
+    const renewal = setInterval(
+      () =>
+        void lanes.renew(lane.id, this.#owner, this.#now() + this.#options.leaseMs).catch(() => undefined),
+      Math.max(100, Math.floor(this.#options.leaseMs / 3)),
+    );
+    try {
+      const tenant = await this.#deps.tenantHooks(lane.tenantId);
+      const hook = Object.hasOwn(tenant.hooks, lane.hook) ? tenant.hooks[lane.hook] : undefined;
+      // A deleted hook: nothing more is sent to it.
+      if (!hook) return void (await lanes.advance(lane.id, this.#owner, lane.target));
+      const events = await store.read(lane.tenantId, lane.streamName, {
+        fromVersion: lane.cursor + 1,
+        toVersion: lane.target,
+      });
+      const agentId = hook.agentId === undefined ? undefined : await this.#agentOf(lane);
+      let cursor = lane.cursor;
+      let priorAttempts = lane.attempts;
+      for (const event of events) {
+        if (hookWants(hook, event, agentId)) {
+          const settled = await this.#deliver(lane, hook, event, tenant.webhookSecret, priorAttempts);
+          if (!settled) return;
+          priorAttempts = 0;
+        }
+        cursor = event.version;
+      }
+      await lanes.advance(lane.id, this.#owner, Math.max(cursor, lane.target));
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  /** One attempt at one event: true when settled (sent, or dead-lettered after the last attempt). */
+  async #deliver(
+    lane: HookLane,
+    hook: HookDefinition,
+    event: RecordedEvent,
+    sealed: SealedSecret | undefined,
+    priorAttempts: number,
+  ): Promise<boolean> {
+    const log = this.#deps.logger.child({ hook: hook.name, tenantId: lane.tenantId, eventId: event.eventId });
+    const secret = this.#secret(lane.tenantId, sealed);
+    const answer =
+      secret === false
+        ? { ok: false as const, error: 'the tools service could not open the webhook secret to sign' }
+        : await this.#deps.send({
+            url: hook.url,
+            eventId: event.eventId,
+            event: hookEventName(event) ?? event.type,
+            body: hookBody(hook.name, event),
+            ...(secret === undefined ? {} : { secret }),
+          });
+    if (answer.ok) {
+      const data = answerData(answer.body);
+      if (data) await this.#appendData(hook.name, event, data);
+      await this.#deps.lanes.advance(lane.id, this.#owner, event.version);
+      return true;
+    }
+    const attempts = priorAttempts + 1;
+    const next = afterFailure(this.#options.schedule, attempts, this.#now());
+    if (next.kind === 'retry') {
+      log.info({ attempts, error: answer.error }, 'hook delivery failed; will retry');
+      await this.#deps.lanes.failed(lane.id, this.#owner, event.version - 1, attempts, next.retryAt);
+      return false;
+    }
+    await this.#deps.bus.deadLetters.record({
+      id: derivedUuid(lane.tenantId, hook.name, event.eventId, 'dead'),
+      consumer: hookDeadLetterConsumer(hook.name),
+      tenantId: lane.tenantId,
+      event,
+      error: answer.error,
+      deliveryCount: attempts,
+      deadAt: new Date(this.#now()).toISOString(),
+    });
+    log.warn({ attempts, error: answer.error }, 'hook delivery dead-lettered');
+    await this.#deps.lanes.advance(lane.id, this.#owner, event.version);
+    return true;
+  }
+
+  /** `HookDataReceived` on the event's conversation, once per (hook, event): the commit id is derived from both. */
+  async #appendData(hook: string, event: RecordedEvent, data: Record<string, unknown>): Promise<void> {
+    if (parseStreamName(event.streamName).category !== CONVERSATION_CATEGORY) return;
+    await this.#deps.store.append(
+      event.tenantId,
+      event.streamName,
+      [
+        {
+          type: 'HookDataReceived',
+          data: { hook, eventId: event.eventId, data, at: new Date(this.#now()).toISOString() },
+          metadata: {
+            ...(event.metadata.correlationId ? { correlationId: event.metadata.correlationId } : {}),
+            causationId: event.eventId,
+          },
+        },
+      ],
+      { commitId: derivedUuid(event.tenantId, hook, event.eventId, 'data') },
+    );
+  }
+
+  /** The opened webhook secret; undefined when the tenant has none (unsigned), false when it does not open. */
+  #secret(tenantId: string, sealed: SealedSecret | undefined): string | undefined | false {
+    if (!sealed) return undefined;
+    try {
+      if (!this.#deps.secrets) throw new Error('KEEL_MASTER_KEY is not set');
+      return this.#deps.secrets.open(sealed, `${tenantId}/webhook`);
+    } catch (error) {
+      this.#deps.logger.error(
+        { tenantId, reason: error instanceof Error ? error.message : 'unknown' },
+        'the tenant webhook secret does not open',
+      );
+      return false;
+    }
+  }
+
+  /** The agent of the lane's conversation (its first event); undefined for a run. */
+  async #agentOf(lane: HookLane): Promise<string | undefined> {
+    const key = `${lane.tenantId}\u0000${lane.streamName}`;
+    if (this.#agents.has(key)) return this.#agents.get(key);
+    const [first] = await this.#deps.store.read(lane.tenantId, lane.streamName, {
+      fromVersion: 1,
+      toVersion: 1,
+    });
+    const data = first?.data as { agentId?: unknown } | undefined;
+    const agentId = typeof data?.agentId === 'string' ? data.agentId : undefined;
+    if (this.#agents.size >= 10_000) this.#agents.clear();
+    this.#agents.set(key, agentId);
+    return agentId;
+  }
+
+  #now(): number {
+    return this.#deps.now?.() ?? Date.now();
+  }
+}
