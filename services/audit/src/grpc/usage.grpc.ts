@@ -78,7 +78,8 @@ export class UsageController implements UsageServiceController {
               ...query,
               groupBy: groupBy === 'tenant' ? 'tenant' : query.groupBy,
             });
-      return { totals: answer.totals, rows: answer.rows };
+      const rows = answer.rows.map((row) => ({ feedbackUp: 0, feedbackDown: 0, ...row }));
+      return { totals: answer.totals, rows };
     } catch (error) {
       throw toRpcException(error, this.logger, { rpc: 'GetUsage', tenantId: request.tenantId });
     }

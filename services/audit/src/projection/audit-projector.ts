@@ -7,7 +7,7 @@ import { auditEntryOf } from '../trail/audit-events.js';
 import type { DayBody, MonthBody, RollupDoc } from '../usage/rollup-documents.js';
 import { RollupSet } from '../usage/rollup-set.js';
 import type { UsageFact } from '../usage/usage-facts.js';
-import { turnInfoOf, turnKey, usageFactOf } from '../usage/usage-facts.js';
+import { feedbackFactOf, turnInfoOf, turnKey, usageFactOf } from '../usage/usage-facts.js';
 
 /** Checkpoint name of the projection: the global log position every rollup and entry is complete up to. */
 export const PROJECTION_CHECKPOINT = 'audit-projection';
@@ -146,6 +146,10 @@ export class AuditProjector {
     for (const event of usage) {
       const key = turnKey(event.tenantId, event.data.turnId);
       const fact = usageFactOf(event, this.turns.get(key));
+      if (fact) facts.push({ fact, position: event.globalPosition ?? lastPosition });
+    }
+    for (const event of events) {
+      const fact = feedbackFactOf(event);
       if (fact) facts.push({ fact, position: event.globalPosition ?? lastPosition });
     }
     return facts;

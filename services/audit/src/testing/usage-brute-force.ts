@@ -59,6 +59,11 @@ export const bruteForceUsage = (
   });
   return {
     totals: figures(totals),
-    rows: [...rows.keys()].sort().map((key) => ({ key, ...figures(rows.get(key)!) })),
+    // Rows by agent carry the feedback counts (none in these raw events).
+    rows: [...rows.keys()].sort().map((key) => ({
+      key,
+      ...figures(rows.get(key)!),
+      ...(groupBy === 'agent' ? { feedbackUp: 0, feedbackDown: 0 } : {}),
+    })),
   };
 };

@@ -10,13 +10,16 @@ export const MAX_TENANTS_PER_QUERY = 1000;
 /** Tenants answered at once (each reads its month documents). */
 const CONCURRENCY = 8;
 
-type Sum = [number, number, number, number];
+/** Prompt, completion, nano-USD, turns, feedback up, feedback down. */
+type Sum = [number, number, number, number, number, number];
 
-const add = (sum: Sum, f: UsageFigures): Sum => {
+const add = (sum: Sum, f: UsageFigures & { feedbackUp?: number; feedbackDown?: number }): Sum => {
   sum[0] += f.promptTokens;
   sum[1] += f.completionTokens;
   sum[2] += nanoUsd(f.costUsd);
   sum[3] += f.turns;
+  sum[4] += f.feedbackUp ?? 0;
+  sum[5] += f.feedbackDown ?? 0;
   return sum;
 };
 
@@ -50,7 +53,7 @@ export const answerUsageAcross = async (
     );
     done.forEach((answer, j) => answers.push([batch[j]!, answer]));
   }
-  const totals: Sum = [0, 0, 0, 0];
+  const totals: Sum = [0, 0, 0, 0, 0, 0];
   const byKey = new Map<string, Sum>();
   for (const [tenantId, answer] of answers) {
     add(totals, answer.totals);
@@ -61,10 +64,17 @@ export const answerUsageAcross = async (
           : []
         : answer.rows;
     for (const row of rows) {
-      const sum = byKey.get(row.key) ?? [0, 0, 0, 0];
+      const sum = byKey.get(row.key) ?? [0, 0, 0, 0, 0, 0];
       byKey.set(row.key, add(sum, row));
     }
   }
-  const rows: UsageRow[] = [...byKey.keys()].sort().map((key) => ({ key, ...figures(byKey.get(key)!) }));
+  const rows: UsageRow[] = [...byKey.keys()].sort().map((key) => {
+    const sum = byKey.get(key)!;
+    return {
+      key,
+      ...figures(sum),
+      ...(groupBy === 'agent' ? { feedbackUp: sum[4], feedbackDown: sum[5] } : {}),
+    };
+  });
   return { totals: figures(totals), rows };
 };

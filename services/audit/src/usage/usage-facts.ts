@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '@keel/core';
 import { isEvent } from '@keel/core';
-import type { TurnStarted, UsageRecorded, UserMessageAdded } from '@keel/events';
+import type { FeedbackGiven, TurnStarted, UsageRecorded, UserMessageAdded } from '@keel/events';
 import { turnIdOf } from '@keel/events';
 import type { TurnInfo } from '../storage/audit-storage.js';
 import type { Totals } from './usage-totals.js';
@@ -69,5 +69,25 @@ export const usageFactOf = (event: RecordedEvent, turn: TurnInfo | undefined): U
       data.step === 1 ? 1 : 0,
       1,
     ],
+  };
+};
+
+/**
+ * The usage fact of a `FeedbackGiven` event: +1 to the new rating's count and, when it replaces
+ * another rating of the message, -1 to that one's, for the conversation's agent (no tokens, no
+ * usage event: rows are listed for their model calls; the model key is UNKNOWN).
+ */
+export const feedbackFactOf = (event: RecordedEvent): UsageFact | undefined => {
+  if (!isEvent<FeedbackGiven>(event, 'FeedbackGiven')) return undefined;
+  const { rating, previous, agentId, at } = event.data;
+  const delta = (r: string): number => (rating === r ? 1 : 0) - (previous === r ? 1 : 0);
+  const actor = event.metadata.actor ?? {};
+  return {
+    tenantId: event.tenantId,
+    at: Date.parse(at),
+    user: actor.userId ?? actor.keyId ?? UNKNOWN,
+    model: UNKNOWN,
+    agent: agentId || UNKNOWN,
+    totals: [0, 0, 0, 0, 0, delta('up'), delta('down')],
   };
 };

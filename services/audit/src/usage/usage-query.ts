@@ -1,7 +1,7 @@
 import type { DayBody, MonthBody, RollupDoc } from './rollup-documents.js';
 import type { UsageQuery } from './usage-request.js';
 import type { Totals, UsageFigures } from './usage-totals.js';
-import { addAt, addInto, figuresOf, zero } from './usage-totals.js';
+import { addAt, addInto, feedbackOf, figuresOf, zero } from './usage-totals.js';
 import { QUARTER_MS, dayStart, nextDate, utcDateOf } from './time-zones.js';
 
 /** The rollups a query reads. */
@@ -10,9 +10,11 @@ export interface RollupReader {
   loadDays(ids: readonly string[]): Promise<Map<string, RollupDoc<DayBody>>>;
 }
 
-/** One row of a usage answer. */
+/** One row of a usage answer; grouped by agent, with the agent's feedback counts. */
 export interface UsageRow extends UsageFigures {
   key: string;
+  feedbackUp?: number;
+  feedbackDown?: number;
 }
 
 /** The answer of API.md `GET /v1/usage`. */
@@ -70,7 +72,11 @@ export const answerUsage = async (reader: RollupReader, query: UsageQuery): Prom
       : Object.keys(byKey)
           .filter((key) => byKey[key]![4] > 0)
           .sort()
-          .map((key) => ({ key, ...figuresOf(byKey[key]!) }));
+          .map((key) => ({
+            key,
+            ...figuresOf(byKey[key]!),
+            ...(query.groupBy === 'agent' ? feedbackOf(byKey[key]!) : {}),
+          }));
   return { totals: figuresOf(totals), rows };
 };
 

@@ -1,16 +1,21 @@
 /**
  * Sums of usage as stored in the rollups: `[promptTokens, completionTokens, costNanoUsd, turns,
- * usageEvents]`. Cost is kept in integer nano-dollars so sums are exact and independent of the
- * order they are added in (floating-point dollars are not).
+ * usageEvents, feedbackUp?, feedbackDown?]`. Cost is kept in integer nano-dollars so sums are
+ * exact and independent of the order they are added in (floating-point dollars are not). The
+ * feedback counts (the latest rating per message; a changed rating moves one) were added later:
+ * totals stored before them have five entries, read as zero feedback.
  */
-export type Totals = [number, number, number, number, number];
+export type Totals = [number, number, number, number, number, number?, number?];
+
+/** Entries of a full Totals. */
+const TOTALS_LENGTH = 7;
 
 /** A fresh zero. */
-export const zero = (): Totals => [0, 0, 0, 0, 0];
+export const zero = (): Totals => [0, 0, 0, 0, 0, 0, 0];
 
 /** Adds `b` into `a` (mutates `a`) and returns it. */
 export const addInto = (a: Totals, b: Readonly<Totals>): Totals => {
-  for (let i = 0; i < 5; i++) a[i] = a[i]! + b[i]!;
+  for (let i = 0; i < TOTALS_LENGTH; i++) a[i] = (a[i] ?? 0) + (b[i] ?? 0);
   return a;
 };
 
@@ -50,4 +55,10 @@ export const figuresOf = (t: Readonly<Totals>): UsageFigures => ({
   completionTokens: t[1],
   costUsd: t[2] / 1e9,
   turns: t[3],
+});
+
+/** The feedback counts of stored totals (rows grouped by agent carry them). */
+export const feedbackOf = (t: Readonly<Totals>): { feedbackUp: number; feedbackDown: number } => ({
+  feedbackUp: t[5] ?? 0,
+  feedbackDown: t[6] ?? 0,
 });

@@ -10,7 +10,8 @@ export type UsageFigures = UsageTotals;
 /** A usage answer as the HTTP API returns it (API.md "Usage and audit"). */
 export interface UsageAnswer {
   totals: UsageFigures;
-  rows: Array<UsageFigures & { key: string }>;
+  /** Grouped by agent, each row also carries `feedbackUp` and `feedbackDown`. */
+  rows: Array<UsageFigures & { key: string; feedbackUp?: number; feedbackDown?: number }>;
 }
 
 /** Which usage to read: one tenant, or every tenant read as one (the operator's view). */
@@ -55,7 +56,13 @@ export class UsageReader {
     const answer = await this.audit.getUsage({ tenantId: '', tenantIds: [], ...query, ...scope });
     return {
       totals: figures(answer.totals),
-      rows: (answer.rows ?? []).map((row) => ({ key: row.key, ...figures(row) })),
+      rows: (answer.rows ?? []).map((row) => ({
+        key: row.key,
+        ...figures(row),
+        ...(query.groupBy === GroupBy.AGENT
+          ? { feedbackUp: Number(row.feedbackUp ?? 0), feedbackDown: Number(row.feedbackDown ?? 0) }
+          : {}),
+      })),
     };
   }
 

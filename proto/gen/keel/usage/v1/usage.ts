@@ -135,6 +135,13 @@ export interface UsageRow {
   costUsd: number;
   /** Number of turns. */
   turns: number;
+  /**
+   * Messages rated up (the latest rating per message), counted where their agent is the key;
+   * set in rows grouped by agent only.
+   */
+  feedbackUp: number;
+  /** Messages rated down (the latest rating per message); set in rows grouped by agent only. */
+  feedbackDown: number;
 }
 
 export const KEEL_USAGE_V1_PACKAGE_NAME = "keel.usage.v1";
@@ -517,7 +524,7 @@ export const UsageTotals: MessageFns<UsageTotals> = {
 };
 
 function createBaseUsageRow(): UsageRow {
-  return { key: "", promptTokens: 0, completionTokens: 0, costUsd: 0, turns: 0 };
+  return { key: "", promptTokens: 0, completionTokens: 0, costUsd: 0, turns: 0, feedbackUp: 0, feedbackDown: 0 };
 }
 
 export const UsageRow: MessageFns<UsageRow> = {
@@ -536,6 +543,12 @@ export const UsageRow: MessageFns<UsageRow> = {
     }
     if (message.turns !== 0) {
       writer.uint32(40).int64(message.turns);
+    }
+    if (message.feedbackUp !== 0) {
+      writer.uint32(48).int64(message.feedbackUp);
+    }
+    if (message.feedbackDown !== 0) {
+      writer.uint32(56).int64(message.feedbackDown);
     }
     return writer;
   },
@@ -593,6 +606,22 @@ export const UsageRow: MessageFns<UsageRow> = {
             message.turns = longToNumber(reader.int64());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.feedbackUp = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.feedbackDown = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -624,6 +653,16 @@ export const UsageRow: MessageFns<UsageRow> = {
         ? globalThis.Number(object.cost_usd)
         : 0,
       turns: isSet(object.turns) ? globalThis.Number(object.turns) : 0,
+      feedbackUp: isSet(object.feedbackUp)
+        ? globalThis.Number(object.feedbackUp)
+        : isSet(object.feedback_up)
+        ? globalThis.Number(object.feedback_up)
+        : 0,
+      feedbackDown: isSet(object.feedbackDown)
+        ? globalThis.Number(object.feedbackDown)
+        : isSet(object.feedback_down)
+        ? globalThis.Number(object.feedback_down)
+        : 0,
     };
   },
 
@@ -644,6 +683,12 @@ export const UsageRow: MessageFns<UsageRow> = {
     if (message.turns !== 0) {
       obj.turns = Math.round(message.turns);
     }
+    if (message.feedbackUp !== 0) {
+      obj.feedbackUp = Math.round(message.feedbackUp);
+    }
+    if (message.feedbackDown !== 0) {
+      obj.feedbackDown = Math.round(message.feedbackDown);
+    }
     return obj;
   },
 
@@ -657,6 +702,8 @@ export const UsageRow: MessageFns<UsageRow> = {
     message.completionTokens = object.completionTokens ?? 0;
     message.costUsd = object.costUsd ?? 0;
     message.turns = object.turns ?? 0;
+    message.feedbackUp = object.feedbackUp ?? 0;
+    message.feedbackDown = object.feedbackDown ?? 0;
     return message;
   },
 };
