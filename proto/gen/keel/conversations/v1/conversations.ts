@@ -493,7 +493,19 @@ export interface TurnEvent {
     | TurnFailed
     | undefined;
   /** turn.cancelled */
-  turnCancelled?: TurnCancelled | undefined;
+  turnCancelled?:
+    | TurnCancelled
+    | undefined;
+  /** data (a hook's answer, API.md "Hooks") */
+  hookData?: HookData | undefined;
+}
+
+/** data: a hook answered an event with `{ "data": { … } }` (API.md "Hooks"); durable. */
+export interface HookData {
+  /** The hook's name. */
+  hook: string;
+  /** Its `data` object, as JSON text. */
+  dataJson: string;
 }
 
 /** turn.started: the agent began a turn. */
@@ -3199,6 +3211,9 @@ export const TurnEvent: MessageFns<TurnEvent> = {
     if (message.turnCancelled !== undefined) {
       TurnCancelled.encode(message.turnCancelled, writer.uint32(170).fork()).join();
     }
+    if (message.hookData !== undefined) {
+      HookData.encode(message.hookData, writer.uint32(402).fork()).join();
+    }
     return writer;
   },
 
@@ -3327,6 +3342,14 @@ export const TurnEvent: MessageFns<TurnEvent> = {
             message.turnCancelled = TurnCancelled.decode(reader, reader.uint32());
             continue;
           }
+          case 50: {
+            if (tag !== 402) {
+              break;
+            }
+
+            message.hookData = HookData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3395,6 +3418,11 @@ export const TurnEvent: MessageFns<TurnEvent> = {
         : isSet(object.turn_cancelled)
         ? TurnCancelled.fromJSON(object.turn_cancelled)
         : undefined,
+      hookData: isSet(object.hookData)
+        ? HookData.fromJSON(object.hookData)
+        : isSet(object.hook_data)
+        ? HookData.fromJSON(object.hook_data)
+        : undefined,
     };
   },
 
@@ -3442,6 +3470,9 @@ export const TurnEvent: MessageFns<TurnEvent> = {
     if (message.turnCancelled !== undefined) {
       obj.turnCancelled = TurnCancelled.toJSON(message.turnCancelled);
     }
+    if (message.hookData !== undefined) {
+      obj.hookData = HookData.toJSON(message.hookData);
+    }
     return obj;
   },
 
@@ -3486,6 +3517,98 @@ export const TurnEvent: MessageFns<TurnEvent> = {
     message.turnCancelled = (object.turnCancelled !== undefined && object.turnCancelled !== null)
       ? TurnCancelled.fromPartial(object.turnCancelled)
       : undefined;
+    message.hookData = (object.hookData !== undefined && object.hookData !== null)
+      ? HookData.fromPartial(object.hookData)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseHookData(): HookData {
+  return { hook: "", dataJson: "" };
+}
+
+export const HookData: MessageFns<HookData> = {
+  encode(message: HookData, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.hook !== "") {
+      writer.uint32(10).string(message.hook);
+    }
+    if (message.dataJson !== "") {
+      writer.uint32(18).string(message.dataJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HookData {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHookData();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hook = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.dataJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HookData {
+    return {
+      hook: isSet(object.hook) ? globalThis.String(object.hook) : "",
+      dataJson: isSet(object.dataJson)
+        ? globalThis.String(object.dataJson)
+        : isSet(object.data_json)
+        ? globalThis.String(object.data_json)
+        : "",
+    };
+  },
+
+  toJSON(message: HookData): unknown {
+    const obj: any = {};
+    if (message.hook !== "") {
+      obj.hook = message.hook;
+    }
+    if (message.dataJson !== "") {
+      obj.dataJson = message.dataJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HookData>, I>>(base?: I): HookData {
+    return HookData.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HookData>, I>>(object: I): HookData {
+    const message = createBaseHookData();
+    message.hook = object.hook ?? "";
+    message.dataJson = object.dataJson ?? "";
     return message;
   },
 };
