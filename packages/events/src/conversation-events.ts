@@ -1,4 +1,5 @@
 import type { EventData } from '@keel/core';
+import type { ChildApprovalRequested, ParentLink } from './sub-agent-events.js';
 
 /** Category of the conversation streams: `conversation-<conversationId>`. */
 export const CONVERSATION_CATEGORY = 'conversation';
@@ -72,6 +73,8 @@ export type ConversationCreated = EventData<
     title?: string;
     metadata?: Record<string, string>;
     createdAt: string;
+    /** A sub-agent call's child: the parent's call and chain (absent for a conversation a client created). */
+    parent?: ParentLink;
     /** The create request's Idempotency-Key (see AcceptedRequest); absent without one. */
     request?: AcceptedRequest;
   }
@@ -146,6 +149,8 @@ export type ToolCallRequested = EventData<
     approvalRequired: boolean;
     /** The resources the tool declares it changes (its `affects`); absent when none. */
     affects?: string[];
+    /** A sub-agent call's child conversation (its id derived from the call's): the agent runs it. */
+    childConversationId?: string;
     at: string;
   }
 >;
@@ -258,7 +263,8 @@ export type ConversationEvent =
   | PhaseChanged
   | TurnCompleted
   | TurnFailed
-  | TurnCancelled;
+  | TurnCancelled
+  | ChildApprovalRequested;
 
 /** The event type names of a conversation stream. */
 export const CONVERSATION_EVENT_TYPES = [
@@ -277,6 +283,7 @@ export const CONVERSATION_EVENT_TYPES = [
   'TurnCompleted',
   'TurnFailed',
   'TurnCancelled',
+  'ChildApprovalRequested',
 ] as const satisfies ReadonlyArray<ConversationEvent['type']>;
 
 /** The turn an event belongs to, when its data names one (most conversation events do). */

@@ -8,3 +8,4 @@ export * from './model-events.js';
 export * from './hook-events.js';
 export * from './end-user.js';
 export * from './erasure-events.js';
+export * from './sub-agent-events.js';

@@ -44,6 +44,10 @@ export interface AgentOptions {
   promptCache?: boolean;
   context?: ContextPolicy;
   intents?: AgentIntent[];
+  /** Agents offered as sub-agent tools `agent__<agentId>` (API.md "Sub-agents"). */
+  agents?: string[];
+  /** The deepest chain of sub-agent conversations under this agent (at most 5, the default). */
+  maxDepth?: number;
 }
 
 /** What a tool's results name (API.md working memory): JSONPaths into the result. */

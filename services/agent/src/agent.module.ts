@@ -47,6 +47,7 @@ import {
 } from '@keel/proto/keel/hooks/v1/hooks';
 import { HooksController } from './hooks/hooks.grpc.js';
 import { RunManager } from './run/run-manager.js';
+import { SubAgentManager } from './sub-agents/sub-agent-manager.js';
 import { RunService } from './run/run.service.js';
 import { InMemoryRunDeadlines } from './run/run-deadlines.js';
 import { MongoRunDeadlines } from './run/mongo-run-deadlines.js';
@@ -189,6 +190,23 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           logger: logger.child({ component: 'run-manager' }),
         }),
     },
+    {
+      provide: SubAgentManager,
+      inject: [KEEL_INFRA, ConversationService, TenantConfigService, KEEL_LOGGER],
+      useFactory: (
+        infra: Infrastructure,
+        conversations: ConversationService,
+        config: TenantConfigService,
+        logger: KeelLogger,
+      ) =>
+        new SubAgentManager({
+          store: infra.store,
+          bus: infra.bus,
+          conversations,
+          config,
+          logger: logger.child({ component: 'sub-agents' }),
+        }),
+    },
     { provide: TOOL_CATALOG, useFactory: () => new AjvToolCatalog() },
     { provide: MODEL_STEP, useFactory: (): ModelStep => createModelStep() },
     // PRICING_GRPC_URL, else the pricing service's port on this host (dev mode). Not closed on
@@ -244,6 +262,7 @@ export class AgentModule implements OnApplicationBootstrap {
     @Inject(ConversationIndexProjection) private readonly index: ConversationIndexProjection,
     @Inject(BudgetSettlement) private readonly settlement: BudgetSettlement,
     @Inject(RunManager) private readonly runManager: RunManager,
+    @Inject(SubAgentManager) private readonly subAgents: SubAgentManager,
   ) {}
 
   /**
@@ -256,6 +275,7 @@ export class AgentModule implements OnApplicationBootstrap {
     await this.settlement.start();
     await this.worker.start();
     await this.runManager.start();
+    await this.subAgents.start();
   }
 }
 

@@ -2,8 +2,10 @@ import type {
   AcceptedRequest,
   ActorRole,
   AgentSnapshot,
+  ChildApprovalRequested,
   EventError,
   ModelUsage,
+  ParentLink,
   TurnIntent,
 } from '@keel/events';
 
@@ -20,6 +22,8 @@ export type ToolCallVerdict =
       passedByPolicy?: boolean;
       /** The resources the tool declares it changes (its `affects`). */
       affects?: string[];
+      /** A sub-agent call's child conversation (the agent service runs it, not the tools service). */
+      childConversationId?: string;
     }
   | { kind: 'refuse'; error: EventError };
 
@@ -31,6 +35,8 @@ export type ConversationCommand =
       agentId: string;
       title?: string;
       metadata?: Record<string, string>;
+      /** A sub-agent call's child: the parent's call and chain. */
+      parent?: ParentLink;
       /** The client request (Idempotency-Key) it came from: a retry of it gets the first answer. */
       request?: AcceptedRequest;
       at: string;
@@ -80,6 +86,11 @@ export type ConversationCommand =
       result?: unknown;
       error?: EventError;
       at: string;
+    }
+  | {
+      /** A descendant's approval.required, shown in this (the parent's) stream while the call is open. */
+      type: 'RecordChildApproval';
+      approval: Omit<ChildApprovalRequested['data'], 'turnId'>;
     }
   | { type: 'FailTurn'; turnId: string; error: EventError; at: string }
   | {

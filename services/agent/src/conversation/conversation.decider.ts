@@ -104,7 +104,7 @@ const createConversation = (
     if (acceptedBefore(state, command.request, 'create')) return [];
     throw new ConversationConflictError('conversation already exists', { conversationId: state.id });
   }
-  const { conversationId, agentId, title, metadata, request, at } = command;
+  const { conversationId, agentId, title, metadata, parent, request, at } = command;
   return [
     {
       type: 'ConversationCreated',
@@ -112,6 +112,7 @@ const createConversation = (
         conversationId,
         agentId,
         createdAt: at,
+        ...(parent ? { parent } : {}),
         ...(title ? { title } : {}),
         ...(metadata ? { metadata } : {}),
         ...withRequest(request),
@@ -174,6 +175,18 @@ const maxStepsError = (turn: CurrentTurn): EventError => ({
   message: `not run: the turn reached its limit of ${turn.agent.maxSteps} steps`,
 });
 
+/** What a requested call carries besides its arguments: its tool's `affects`, a sub-agent call's child. */
+const requestedExtras = ({
+  affects,
+  childConversationId,
+}: {
+  affects?: string[];
+  childConversationId?: string;
+}) => ({
+  ...(affects ? { affects } : {}),
+  ...(childConversationId ? { childConversationId } : {}),
+});
+
 /** The events of the tool calls one model step asked for: refused ones completed at once, others requested. */
 const toolCallEvents = (
   command: CommandOf<'RecordModelOutput'>,
@@ -188,10 +201,9 @@ const toolCallEvents = (
       return [{ type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } }];
     }
     const approvalRequired = verdict.approval === 'always';
-    const { affects } = verdict;
     const requested: ConversationEvent = {
       type: 'ToolCallRequested',
-      data: { turnId, toolCallId, name, args, approvalRequired, ...(affects ? { affects } : {}), at },
+      data: { turnId, toolCallId, name, args, approvalRequired, ...requestedExtras(verdict), at },
     };
     if (!approvalRequired && !verdict.passedByPolicy) return [requested];
     const approvalId = approvalIds[toolCallId];
@@ -317,6 +329,22 @@ const recordToolResult = (
   return afterToolCalls(state, [completed, ...phaseChange], at);
 };
 
+/**
+ * A descendant's approval request, shown in this stream once, while the sub-agent call it came
+ * through is open; after that (the call ended, or it was shown already) nothing is recorded.
+ */
+const recordChildApproval = (
+  command: CommandOf<'RecordChildApproval'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  requireExists(state);
+  const { approval } = command;
+  const call = state.turn?.toolCalls.find((c) => c.toolCallId === approval.toolCallId);
+  if (!call?.childConversationId || call.state === 'completed') return [];
+  if (call.childApprovals?.includes(approval.approvalId)) return [];
+  return [{ type: 'ChildApprovalRequested', data: { ...approval, turnId: state.turn!.turnId } }];
+};
+
 const failTurn = (command: CommandOf<'FailTurn'>, state: Conversation): ConversationEvent[] => {
   requireExists(state);
   const turn = requireTurn(state, command.turnId);
@@ -349,6 +377,8 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
       return decideApproval(command, state);
     case 'RecordToolResult':
       return recordToolResult(command, state);
+    case 'RecordChildApproval':
+      return recordChildApproval(command, state);
     case 'FailTurn':
       return failTurn(command, state);
     case 'CancelTurn':

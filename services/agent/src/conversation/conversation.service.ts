@@ -5,6 +5,7 @@ import type {
   AgentDefinition,
   ConversationEvent,
   EventError,
+  ParentLink,
   TurnIntent,
 } from '@keel/events';
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
@@ -33,6 +34,8 @@ export interface ConversationView {
   title?: string;
   /** The metadata given at creation, if any. */
   metadata?: Record<string, string>;
+  /** A sub-agent's child conversation: the conversation whose tool call runs it. */
+  parentConversationId?: string;
   messages: Conversation['messages'];
   pendingApprovals: Array<{
     approvalId: string;
@@ -46,6 +49,12 @@ export interface ConversationView {
   contextTokens: number;
   /** The working memory: entities its tool results named, latest first, at most 50. */
   entities: Array<Pick<Entity, 'type' | 'id' | 'label'>>;
+}
+
+/** A sub-agent call's child conversation: its id (derived from the call) and its parent link. */
+export interface ChildOf {
+  conversationId: string;
+  parent: ParentLink;
 }
 
 /** A conversation of the tenant's list, with its current status. */
@@ -130,18 +139,21 @@ export class ConversationService {
    */
   async create(
     ctx: CallContext,
-    input: { agentId: string; title?: string; metadata?: Record<string, string> },
+    input: { agentId: string; title?: string; metadata?: Record<string, string>; child?: ChildOf },
     request?: AcceptedRequest,
   ) {
     await this.agent(ctx.tenantId, input.agentId);
     const at = this.clock();
-    const conversationId = request ? await this.claimConversationId(ctx, request, at) : uuidv7();
+    // A sub-agent's child has the id its parent's call derived (a repeat finds it created).
+    const conversationId =
+      input.child?.conversationId ?? (request ? await this.claimConversationId(ctx, request, at) : uuidv7());
     const result = await this.run(ctx, conversationId, {
       type: 'CreateConversation',
       conversationId,
       agentId: input.agentId,
       ...(input.title ? { title: input.title } : {}),
       ...(input.metadata ? { metadata: input.metadata } : {}),
+      ...(input.child ? { parent: input.child.parent } : {}),
       ...(request ? { request } : {}),
       at,
     });
@@ -270,6 +282,7 @@ export class ConversationService {
       createdAt: state.createdAt,
       ...(state.title ? { title: state.title } : {}),
       ...(state.metadata ? { metadata: state.metadata } : {}),
+      ...(state.parent ? { parentConversationId: state.parent.conversationId } : {}),
       messages: state.messages,
       pendingApprovals: state.pendingApprovals.map(({ approvalId, toolCallId, tool, args, requestedAt }) => ({
         approvalId,

@@ -1,4 +1,11 @@
-import type { ActorRole, AgentSnapshot, ConversationEvent, ToolCallRequest, TurnIntent } from '@keel/events';
+import type {
+  ActorRole,
+  AgentSnapshot,
+  ConversationEvent,
+  ParentLink,
+  ToolCallRequest,
+  TurnIntent,
+} from '@keel/events';
 
 /** A message of the conversation as the model and the API see it. */
 export interface ConversationMessage {
@@ -22,6 +29,10 @@ export interface TurnToolCall {
   affects?: string[];
   /** Whether it succeeded, once completed. */
   ok?: boolean;
+  /** A sub-agent call's child conversation. */
+  childConversationId?: string;
+  /** A sub-agent call's descendants' approvals shown in this stream (each once). */
+  childApprovals?: string[];
 }
 
 /** What the turn's successful tool calls changed: their `affects`, sorted, unique. */
@@ -68,6 +79,8 @@ export interface Conversation {
   title?: string;
   /** The string metadata given at creation. */
   metadata?: Record<string, string>;
+  /** A sub-agent call's child: the parent's call and the chain above it. */
+  parent?: ParentLink;
   messages: ConversationMessage[];
   /**
    * The prompt fill of the last model call (its prompt tokens as the provider reported them);
@@ -185,13 +198,14 @@ const updateCall = (turn: CurrentTurn, toolCallId: string, change: Partial<TurnT
 type EventOf<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
 
 const conversationCreated = (state: Conversation, { data }: EventOf<'ConversationCreated'>): Conversation => {
-  const { conversationId, agentId, title, metadata, createdAt } = data;
+  const { conversationId, agentId, title, metadata, parent, createdAt } = data;
   return {
     ...state,
     id: conversationId,
     agentId,
     createdAt,
     status: 'idle',
+    ...(parent ? { parent } : {}),
     ...(title ? { title } : {}),
     ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
   };
@@ -254,6 +268,7 @@ const usageRecorded = (state: Conversation, { data }: EventOf<'UsageRecorded'>):
 
 const toolCallRequested = (state: Conversation, { data }: EventOf<'ToolCallRequested'>): Conversation => {
   if (!state.turn) return state;
+  const { childConversationId } = data;
   const { toolCallId, name, args, approvalRequired, affects } = data;
   const call: TurnToolCall = {
     toolCallId,
@@ -261,6 +276,7 @@ const toolCallRequested = (state: Conversation, { data }: EventOf<'ToolCallReque
     args,
     state: approvalRequired ? 'awaiting_approval' : 'requested',
     ...(affects && affects.length > 0 ? { affects } : {}),
+    ...(childConversationId !== undefined ? { childConversationId } : {}),
   };
   return withTurn(state, { ...state.turn, toolCalls: [...state.turn.toolCalls, call] });
 };
@@ -289,6 +305,16 @@ const toolCallCompleted = (state: Conversation, { data }: EventOf<'ToolCallCompl
   const message: ConversationMessage = { id: `tool-${toolCallId}`, role: 'tool', content, toolCallId, ok };
   const next = { ...state, messages: [...state.messages, message] };
   return state.turn ? withTurn(next, updateCall(state.turn, toolCallId, { state: 'completed', ok })) : next;
+};
+
+const childApprovalRequested = (
+  state: Conversation,
+  { data }: EventOf<'ChildApprovalRequested'>,
+): Conversation => {
+  const call = state.turn?.toolCalls.find((c) => c.toolCallId === data.toolCallId);
+  if (!state.turn || !call) return state;
+  const childApprovals = [...(call.childApprovals ?? []), data.approvalId];
+  return withTurn(state, updateCall(state.turn, data.toolCallId, { childApprovals }));
 };
 
 /** The conversation without its current turn, in the status the turn's end leaves it. */
@@ -329,6 +355,8 @@ const evolveEvent = (state: Conversation, event: ConversationEvent): Conversatio
       return approvalDecided(state, event);
     case 'ApprovalDecidedByPolicy':
       return state;
+    case 'ChildApprovalRequested':
+      return childApprovalRequested(state, event);
     case 'ToolCallCompleted':
       return toolCallCompleted(state, event);
     case 'PhaseChanged':

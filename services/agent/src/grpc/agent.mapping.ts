@@ -85,6 +85,7 @@ export const conversationMessage = (view: ConversationView): ConversationMessage
   })),
   usage: { ...view.usage },
   contextTokens: view.contextTokens,
+  ...(view.parentConversationId ? { parentConversationId: view.parentConversationId } : {}),
   entities: view.entities.map((e) => ({ ...e })),
 });
 

@@ -18,6 +18,7 @@ import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
 import type { PutMcpServer } from './mcp-servers.js';
 import { decideDeleteMcpServer, decidePutMcpServer, isKnownMcpTool } from './mcp-servers.js';
 import { checkAffects } from './affects.js';
+import { checkSubAgents } from '../sub-agents/sub-agent-rules.js';
 import { decideDeleteHook, decidePutHook } from './hooks.js';
 
 /** Names of the built-in tools: reserved, a tenant tool cannot shadow one. */
@@ -216,6 +217,7 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
     fail('toolResultMaxChars', 'toolResultMaxChars must be an integer of at least 100');
   }
   if (agent.phases) checkPhases(agent.phases, agent.tools);
+  checkSubAgents(agent, state.agents);
 };
 
 /** One command of the tenant configuration, by its type. */

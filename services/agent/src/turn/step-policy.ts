@@ -10,6 +10,8 @@ import { guardToolCall } from '../guard/tool-guard.js';
 import type { ModelStepOutput } from '../model/model-step.js';
 import type { PricedUsage } from '../pricing/usage-pricing.js';
 import type { ResolvedTool, ToolCatalog } from './tool-catalog.js';
+import type { ChainPosition } from '../sub-agents/sub-agent-rules.js';
+import { judgeSubAgentCall } from '../sub-agents/sub-agent-rules.js';
 
 /*
  * The turn worker's decisions, apart from its IO: which step is due after an event, what the
@@ -80,6 +82,8 @@ export interface GuardContext {
   role: CurrentTurn['role'];
   phase: string | undefined;
   validate: ToolCatalog['validate'];
+  /** Where the conversation stands in a sub-agent call chain (sub-agent calls are checked along it). */
+  position?: ChainPosition;
 }
 
 /** What the guard judges against in `state`: the agent's tools, the turn's role, the current phase. */
@@ -96,6 +100,7 @@ export const guardContext = (
   role: turn.role,
   phase: state.phase ?? agent.phases?.initial,
   validate,
+  position: { conversationId: state.id, ...(state.parent ? { parent: state.parent } : {}), agent },
 });
 
 /** A verdict, and the error when the call could not be checked at all (refused, for the log). */
@@ -125,6 +130,8 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
       phase: ctx.phase,
     });
     if (verdict.kind !== 'allow' || !tool || !approval) return { verdict };
+    const subAgent = ctx.position && judgeSubAgentCall(call.name, call.toolCallId, ctx.position);
+    if (subAgent?.kind === 'refuse') return { verdict: subAgent };
     return {
       verdict: {
         ...verdict,
@@ -132,6 +139,7 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
         ...(approval.required && approval.message !== undefined ? { approvalMessage: approval.message } : {}),
         ...(!approval.required && approval.byPolicy ? { passedByPolicy: true } : {}),
         ...(tool.affects && tool.affects.length > 0 ? { affects: tool.affects } : {}),
+        ...(subAgent ? { childConversationId: subAgent.childConversationId } : {}),
       },
     };
   } catch (error) {

@@ -187,6 +187,8 @@ describe('step policy: what the guard decides for each call', () => {
       role: 'editor',
       phase: 'review',
       validate,
+      // A root conversation: no parent above it in a sub-agent chain.
+      position: { conversationId: '', agent },
     });
   });
 

@@ -28,6 +28,7 @@ import type { TurnMetrics } from './turn-metrics.js';
 import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
 import type { ResolvedTool, ToolCatalog } from './tool-catalog.js';
 import { resolveTools } from './tool-catalog.js';
+import { subAgentTools } from '../sub-agents/sub-agent-rules.js';
 import type { GuardContext, KeptToolCall } from './step-policy.js';
 import {
   dueStep,
@@ -174,7 +175,11 @@ export class TurnWorker {
       return;
     }
     const intent = turnIntent(agent, state);
-    const tools = narrowTools(resolveTools(agent.tools, tenant, this.deps.catalog), intent);
+    const offered = [
+      ...resolveTools(agent.tools, tenant, this.deps.catalog),
+      ...subAgentTools(agent, tenant.agents),
+    ];
+    const tools = narrowTools(offered, intent);
     const output = await this.callModel(call, tenant, agent, tools, state);
     if (!output) return;
     // The usage instant selects the price in force; it is also the recorded output's `at`.

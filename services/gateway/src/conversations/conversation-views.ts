@@ -46,6 +46,8 @@ export interface ConversationView {
   contextTokens: number;
   /** The working memory, latest first, at most 50. */
   entities: Array<{ type: string; id: string; label?: string }>;
+  /** A sub-agent's child conversation: the conversation whose tool call runs it. */
+  parentConversationId?: string;
 }
 
 /**
@@ -136,4 +138,5 @@ export const conversationView = (conversation: Conversation): ConversationView =
     id: e.id,
     ...(e.label === undefined ? {} : { label: e.label }),
   })),
+  ...(conversation.parentConversationId ? { parentConversationId: conversation.parentConversationId } : {}),
 });

@@ -28,7 +28,13 @@ const DURABLE: DurableMapping = {
   ],
   ToolCallRequested: (d) => [
     'tool.call',
-    { turnId: d.turnId, toolCallId: d.toolCallId, name: d.name, args: d.args },
+    {
+      turnId: d.turnId,
+      toolCallId: d.toolCallId,
+      name: d.name,
+      args: d.args,
+      ...(d.childConversationId ? { childConversationId: d.childConversationId } : {}),
+    },
   ],
   ApprovalRequested: (d) => [
     'approval.required',
@@ -36,6 +42,19 @@ const DURABLE: DurableMapping = {
       turnId: d.turnId,
       approvalId: d.approvalId,
       toolCallId: d.toolCallId,
+      name: d.name,
+      args: d.args,
+      ...(d.message !== undefined ? { message: d.message } : {}),
+    },
+  ],
+  // A descendant's approval, shown in the parent's stream; decided through its conversation's route.
+  ChildApprovalRequested: (d) => [
+    'approval.required',
+    {
+      turnId: d.turnId,
+      conversationId: d.conversationId,
+      approvalId: d.approvalId,
+      toolCallId: d.childToolCallId,
       name: d.name,
       args: d.args,
       ...(d.message !== undefined ? { message: d.message } : {}),

@@ -19,6 +19,8 @@ export const AGENT_OPTION_FIELDS = [
   'promptCache',
   'context',
   'intents',
+  'agents',
+  'maxDepth',
 ] as const;
 
 /** Drops the undefined fields of an object, so absent stays absent in JSON. */
@@ -99,6 +101,9 @@ export const agentOptionsJson = (body: Record<string, unknown>): string => {
     promptCache,
     context: contextOf(body.context),
     intents: intentsOf(body.intents),
+    // Sub-agents (API.md "Tool sources and policies"): the agent checks they exist and close no cycle.
+    agents: optionalStrings(body.agents, 'agents', 20, 64),
+    maxDepth: optionalIntegerIn(body.maxDepth, 'maxDepth', 1, 5),
   });
   return Object.keys(options).length === 0 ? '' : JSON.stringify(options);
 };

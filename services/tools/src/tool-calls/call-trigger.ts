@@ -40,6 +40,8 @@ export const triggerOf = (event: RecordedEvent): CallTrigger | undefined => {
   const toolCallId = text(data?.toolCallId);
   const turnId = text(data?.turnId);
   if (!data || !toolCallId || !turnId) return undefined;
+  // A sub-agent call runs a child conversation: the agent service runs it, not this one.
+  if (event.type === 'ToolCallRequested' && typeof data.childConversationId === 'string') return undefined;
   if (event.type === 'ToolCallRequested' && data.approvalRequired === false) {
     return { toolCallId, turnId, approvalGranted: false };
   }

@@ -263,6 +263,8 @@ export interface Conversation {
   contextTokens: number;
   /** The working memory: entities the conversation's tool results named, latest first, at most 50. */
   entities: ConversationEntity[];
+  /** A sub-agent's child conversation: the conversation whose tool call runs it (API.md "Sub-agents"). */
+  parentConversationId?: string | undefined;
 }
 
 export interface Conversation_MetadataEntry {
@@ -976,6 +978,9 @@ export const Conversation: MessageFns<Conversation> = {
     for (const v of message.entities) {
       ConversationEntity.encode(v!, writer.uint32(98).fork()).join();
     }
+    if (message.parentConversationId !== undefined) {
+      writer.uint32(322).string(message.parentConversationId);
+    }
     return writer;
   },
 
@@ -1091,6 +1096,14 @@ export const Conversation: MessageFns<Conversation> = {
             message.entities.push(ConversationEntity.decode(reader, reader.uint32()));
             continue;
           }
+          case 40: {
+            if (tag !== 322) {
+              break;
+            }
+
+            message.parentConversationId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1150,6 +1163,11 @@ export const Conversation: MessageFns<Conversation> = {
       entities: globalThis.Array.isArray(object?.entities)
         ? object.entities.map((e: any) => ConversationEntity.fromJSON(e))
         : [],
+      parentConversationId: isSet(object.parentConversationId)
+        ? globalThis.String(object.parentConversationId)
+        : isSet(object.parent_conversation_id)
+        ? globalThis.String(object.parent_conversation_id)
+        : undefined,
     };
   },
 
@@ -1197,6 +1215,9 @@ export const Conversation: MessageFns<Conversation> = {
     if (message.entities?.length) {
       obj.entities = message.entities.map((e) => ConversationEntity.toJSON(e));
     }
+    if (message.parentConversationId !== undefined) {
+      obj.parentConversationId = message.parentConversationId;
+    }
     return obj;
   },
 
@@ -1227,6 +1248,7 @@ export const Conversation: MessageFns<Conversation> = {
       : undefined;
     message.contextTokens = object.contextTokens ?? 0;
     message.entities = object.entities?.map((e) => ConversationEntity.fromPartial(e)) || [];
+    message.parentConversationId = object.parentConversationId ?? undefined;
     return message;
   },
 };
