@@ -32,11 +32,12 @@ const read = async (req: IncomingMessage): Promise<string> => {
 
 /**
  * The receiver: `/ok` answers `{ data: { title } }` (after `holdMs`, to let a test kill the sender
- * mid-delivery), `/fail` answers 500.
+ * mid-delivery), `/fail` answers 500 until `recover`.
  */
 const startReceiver = async () => {
   const hits: HookHit[] = [];
   let holdMs = 0;
+  let failing = true;
   const server: Server = createServer((req, res) => {
     void (async () => {
       const raw = await read(req);
@@ -50,7 +51,7 @@ const startReceiver = async () => {
         body,
       };
       hits.push(hit);
-      if (hit.path === '/fail') {
+      if (hit.path === '/fail' && failing) {
         res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"down"}');
         return;
       }
@@ -65,6 +66,7 @@ const startReceiver = async () => {
     url: `http://127.0.0.1:${port}`,
     hits,
     hold: (ms: number) => void (holdMs = ms),
+    recover: () => void (failing = false),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 };
@@ -210,11 +212,29 @@ describe('hooks (gateway, agent, tools as processes)', () => {
       attempts: 3,
       error: expect.stringContaining('500'),
     });
-    // The operator's dead letters list it too, under the hook's consumer name.
+    // The operator's dead letters list it too (consumer hooks); a replay once the hook is back
+    // sends it once more under the same key, and it leaves the failures.
     const letters = await answerOf(
-      await platform.request('GET', '/v1/dead-letters?consumer=hook:broken', keys.admin),
+      await platform.request('GET', '/v1/dead-letters?consumer=hooks', keys.admin),
     );
-    expect((letters.body as { data: unknown[] }).data).toHaveLength(1);
+    expect((letters.body as { data: Array<{ id: string }> }).data.map((l) => l.id)).toEqual([
+      failures[0]!.id,
+    ]);
+    receiver.recover();
+    const replay = await platform.request(
+      'POST',
+      `/v1/dead-letters/${String(failures[0]!.id)}/replay`,
+      platform.operatorKey,
+    );
+    expect(replay.status).toBe(202);
+    await eventually(() => expect(receiver.hits.filter((h) => h.path === '/fail')).toHaveLength(4), {
+      timeoutMs: 15_000,
+    });
+    expect(receiver.hits.at(-1)?.key).toBe(sent[0]!.key);
+    await eventually(async () => {
+      const listed = await answerOf(await platform.request('GET', '/v1/hooks/broken/failures', keys.admin));
+      expect(listed.body).toEqual({ data: [] });
+    });
     expect((await platform.request('DELETE', '/v1/hooks/broken', keys.admin)).status).toBe(204);
     expect((await platform.request('GET', '/v1/hooks/broken/failures', keys.admin)).status).toBe(404);
   }, 60_000);

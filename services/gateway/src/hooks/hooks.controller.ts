@@ -31,8 +31,14 @@ export interface HookFailureView {
   failedAt: string;
 }
 
-/** The dead-letter consumer name of a hook's failed deliveries (the tools service records them so). */
-export const hookDeadLetterConsumer = (name: string): string => `hook:${name}`;
+/**
+ * The dead-letter consumer of hook deliveries; the event's metadata names the hook (the tools
+ * service records them so: services/tools/src/hooks/hook-policy.ts).
+ */
+export const HOOK_DEAD_LETTER_CONSUMER = 'hooks';
+
+/** Most failures listed (the oldest first). */
+const MAX_FAILURES = 1000;
 
 const MAX_EVENTS = 50;
 
@@ -94,7 +100,7 @@ export class HooksController {
     return { data: response.data.map(hookView) };
   }
 
-  /** `GET /v1/hooks/{name}/failures` → the hook's dead-lettered deliveries, oldest first. */
+  /** `GET /v1/hooks/{name}/failures` → the hook's dead-lettered deliveries not replayed yet, oldest first. */
   @Get(':name/failures')
   async failures(
     @Param('name') name: string,
@@ -105,12 +111,11 @@ export class HooksController {
     const { data } = await this.hooks.call('listHooks', context);
     if (!data.some((hook) => hook.name === name)) throw new NotFoundError(`there is no hook named ${name}`);
     const letters = await this.infra.bus.deadLetters.list({
-      consumer: hookDeadLetterConsumer(name),
+      consumer: HOOK_DEAD_LETTER_CONSUMER,
       tenantId: context.tenantId,
-      includeReplayed: true,
-      limit: 1000,
+      limit: MAX_FAILURES,
     });
-    return { data: letters.map(failureView) };
+    return { data: letters.filter((letter) => letter.event.metadata.hook === name).map(failureView) };
   }
 
   /** `DELETE /v1/hooks/{name}` → 204; unknown: 404. */

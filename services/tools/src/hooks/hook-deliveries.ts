@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Consumer, Delivery, EventBus, EventStore, RecordedEvent } from '@keel/core';
-import { parseStreamName } from '@keel/core';
+import { parseStreamName, uuidv7 } from '@keel/core';
 import type { HookDefinition, SealedSecret } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { KeelLogger, SecretBox } from '@keel/runtime';
@@ -9,13 +9,14 @@ import type { RetrySchedule } from './hook-policy.js';
 import {
   afterFailure,
   answerData,
+  deadLetterEvent,
   hookBody,
-  hookDeadLetterConsumer,
   hookEventName,
+  hookOfDeadLetter,
   hookWants,
   hooksFor,
 } from './hook-policy.js';
-import type { HookSender } from './hook-sender.js';
+import type { HookAnswer, HookSender } from './hook-sender.js';
 
 /** Durable name of the tools service's consumer that opens hook lanes. */
 export const HOOK_CONSUMER = 'hooks';
@@ -116,7 +117,8 @@ export class HookDeliveries {
       });
   }
 
-  async #onEvent({ event }: Delivery): Promise<void> {
+  async #onEvent({ event, replayOf }: Delivery): Promise<void> {
+    if (replayOf !== undefined) return this.#replay(event, replayOf);
     if (hookEventName(event) === undefined) return;
     const { hooks } = await this.#deps.tenantHooks(event.tenantId);
     const matching = hooksFor(event, hooks);
@@ -193,20 +195,8 @@ export class HookDeliveries {
     priorAttempts: number,
   ): Promise<boolean> {
     const log = this.#deps.logger.child({ hook: hook.name, tenantId: lane.tenantId, eventId: event.eventId });
-    const secret = this.#secret(lane.tenantId, sealed);
-    const answer =
-      secret === false
-        ? { ok: false as const, error: 'the tools service could not open the webhook secret to sign' }
-        : await this.#deps.send({
-            url: hook.url,
-            eventId: event.eventId,
-            event: hookEventName(event) ?? event.type,
-            body: hookBody(hook.name, event),
-            ...(secret === undefined ? {} : { secret }),
-          });
+    const answer = await this.#send(hook, event, sealed);
     if (answer.ok) {
-      const data = answerData(answer.body);
-      if (data) await this.#appendData(hook.name, event, data);
       await this.#deps.lanes.advance(lane.id, this.#owner, event.version);
       return true;
     }
@@ -217,18 +207,72 @@ export class HookDeliveries {
       await this.#deps.lanes.failed(lane.id, this.#owner, event.version - 1, attempts, next.retryAt);
       return false;
     }
-    await this.#deps.bus.deadLetters.record({
-      id: derivedUuid(lane.tenantId, hook.name, event.eventId, 'dead'),
-      consumer: hookDeadLetterConsumer(hook.name),
-      tenantId: lane.tenantId,
-      event,
+    await this.#deadLetter(derivedUuid(lane.tenantId, hook.name, event.eventId, 'dead'), hook, event, {
       error: answer.error,
-      deliveryCount: attempts,
-      deadAt: new Date(this.#now()).toISOString(),
+      attempts,
     });
     log.warn({ attempts, error: answer.error }, 'hook delivery dead-lettered');
     await this.#deps.lanes.advance(lane.id, this.#owner, event.version);
     return true;
+  }
+
+  /** Sends the event to the hook once; a 2xx's `{ data }` is appended to the conversation. */
+  async #send(
+    hook: HookDefinition,
+    event: RecordedEvent,
+    sealed: SealedSecret | undefined,
+  ): Promise<HookAnswer> {
+    const secret = this.#secret(event.tenantId, sealed);
+    if (secret === false)
+      return { ok: false, error: 'the tools service could not open the webhook secret to sign' };
+    const answer = await this.#deps.send({
+      url: hook.url,
+      eventId: event.eventId,
+      event: hookEventName(event) ?? event.type,
+      body: hookBody(hook.name, event),
+      ...(secret === undefined ? {} : { secret }),
+    });
+    const data = answer.ok ? answerData(answer.body) : undefined;
+    if (data) await this.#appendData(hook.name, event, data);
+    return answer;
+  }
+
+  /**
+   * An operator's replay of a hook dead letter: sent once more to its hook, outside the lane's
+   * order. A failure is a new dead letter (the replayed one is marked replayed by the bus).
+   */
+  async #replay(event: RecordedEvent, replayOf: string): Promise<void> {
+    const name = hookOfDeadLetter(event);
+    const tenant = await this.#deps.tenantHooks(event.tenantId);
+    const hook = name !== undefined && Object.hasOwn(tenant.hooks, name) ? tenant.hooks[name] : undefined;
+    // A hook deleted since: nothing to send to.
+    if (!hook) return;
+    const answer = await this.#send(hook, event, tenant.webhookSecret);
+    const log = this.#deps.logger.child({
+      hook: hook.name,
+      tenantId: event.tenantId,
+      eventId: event.eventId,
+    });
+    if (answer.ok) return void log.info({ replayOf }, 'hook dead letter replayed');
+    await this.#deadLetter(uuidv7(), hook, event, { error: answer.error, attempts: 1 });
+    log.warn({ replayOf, error: answer.error }, 'hook dead letter replayed and failed again');
+  }
+
+  async #deadLetter(
+    id: string,
+    hook: HookDefinition,
+    event: RecordedEvent,
+    failure: { error: string; attempts: number },
+  ): Promise<void> {
+    await this.#deps.bus.deadLetters.record({
+      id,
+      consumer: HOOK_CONSUMER,
+      tenantId: event.tenantId,
+      event: deadLetterEvent(hook.name, event),
+      error: failure.error,
+      deliveryCount: failure.attempts,
+      deadAt: new Date(this.#now()).toISOString(),
+    });
   }
 
   /** `HookDataReceived` on the event's conversation, once per (hook, event): the commit id is derived from both. */

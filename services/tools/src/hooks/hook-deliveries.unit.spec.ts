@@ -134,12 +134,25 @@ describe('hook deliveries', () => {
     await converse('c3', 2);
     await eventually(() => expect(versionsTo('c3')).toEqual([3, 3, 3, 5]), { timeoutMs: 5_000 });
     const letters = await eventually(async () => {
-      const found = await bus.deadLetters.list({ consumer: 'hook:broken', tenantId: TENANT });
+      const found = await bus.deadLetters.list({ consumer: 'hooks', tenantId: TENANT });
       expect(found).toHaveLength(1);
       return found;
     });
     expect(letters[0]).toMatchObject({ deliveryCount: 3, error: 'the hook answered 500' });
-    expect(letters[0]!.event).toMatchObject({ type: 'TurnCompleted', version: 3 });
+    expect(letters[0]!.event).toMatchObject({
+      type: 'TurnCompleted',
+      version: 3,
+      metadata: { hook: 'broken' },
+    });
+
+    // The operator replays it once the hook is back: sent once more under the same key, marked replayed.
+    answer = () => ({ ok: true });
+    await bus.replayDeadLetter(letters[0]!.id);
+    await eventually(() => expect(versionsTo('c3')).toEqual([3, 3, 3, 5, 3]), { timeoutMs: 5_000 });
+    expect(new Set(sent.filter((s) => s.version === 3).map((s) => s.eventId)).size).toBe(1);
+    await eventually(async () =>
+      expect(await bus.deadLetters.list({ consumer: 'hooks', tenantId: TENANT })).toEqual([]),
+    );
   });
 
   it('appends a hook’s data once per event, even when the event is sent again', async () => {

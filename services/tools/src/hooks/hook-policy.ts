@@ -92,5 +92,21 @@ export const answerData = (body: unknown): Record<string, unknown> | undefined =
     : undefined;
 };
 
-/** The dead-letter consumer name of a hook's failed deliveries (listed at `/v1/hooks/{name}/failures`). */
-export const hookDeadLetterConsumer = (hook: string): string => `hook:${hook}`;
+/**
+ * Hook dead letters are the bus's, under the consumer `hooks`, the event's metadata naming the
+ * hook (`hook`): listed at `/v1/hooks/{name}/failures` and `/v1/dead-letters`; an operator's
+ * replay comes back to the `hooks` consumer, which sends it to that hook once more.
+ */
+export const HOOK_METADATA_KEY = 'hook';
+
+/** The event as its dead letter keeps it: the hook named in its metadata. */
+export const deadLetterEvent = (hook: string, event: RecordedEvent): RecordedEvent => ({
+  ...event,
+  metadata: { ...event.metadata, [HOOK_METADATA_KEY]: hook },
+});
+
+/** The hook a dead-lettered (or replayed) event was meant for. */
+export const hookOfDeadLetter = (event: Pick<RecordedEvent, 'metadata'>): string | undefined => {
+  const hook = event.metadata[HOOK_METADATA_KEY];
+  return typeof hook === 'string' ? hook : undefined;
+};
