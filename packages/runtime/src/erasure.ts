@@ -1,7 +1,7 @@
 import type { EventStoreAdapter } from '@keel/core';
 import { DataKeyring, EventSealer, InMemoryDataKeyStore, sealingStore } from '@keel/core';
 import type { DataKeyStore } from '@keel/core';
-import { CONVERSATION_CATEGORY, CONVERSATION_DELETED } from '@keel/events';
+import { CONVERSATION_CATEGORY, CONVERSATION_DELETED, TOOL_CALL_CATEGORY } from '@keel/events';
 import { randomBytes } from 'node:crypto';
 import type { KeelConfig } from './config.js';
 import { readEnv } from './env/env-check.js';
@@ -18,9 +18,35 @@ export interface ConversationErasure {
   erase(tenantId: string, streamName: string): Promise<void>;
   /** Whether the stream's key was destroyed, asked of the key store now (not this process's cache). */
   isErased(tenantId: string, streamName: string): Promise<boolean>;
+  /**
+   * A value a service keeps beside the log about a conversation (a tool call's outcome), sealed
+   * with the conversation's key and bound to `purpose`; undefined once the key is destroyed
+   * (keep nothing). As it is when conversations are not sealed.
+   */
+  sealFor(tenantId: string, conversationId: string, purpose: string, value: unknown): Promise<unknown>;
+  /** The value `sealFor` sealed; undefined once the conversation's key is destroyed. */
+  openFor(tenantId: string, conversationId: string, purpose: string, stored: unknown): Promise<unknown>;
 }
 
 const CONVERSATION_PREFIX = `${CONVERSATION_CATEGORY}-`;
+const TOOL_CALL_PREFIX = `${TOOL_CALL_CATEGORY}-`;
+
+/**
+ * Whose key seals an event: a conversation's events its own; a tool call's execution stream
+ * (`toolcall-…`, its result) the conversation its data names (`conversationId`, kept in clear).
+ */
+const conversationKeyStream = ({
+  streamName,
+  data,
+}: {
+  streamName: string;
+  data: unknown;
+}): string | undefined => {
+  if (streamName.startsWith(CONVERSATION_PREFIX)) return streamName;
+  if (!streamName.startsWith(TOOL_CALL_PREFIX) || typeof data !== 'object' || data === null) return undefined;
+  const { conversationId } = data as { conversationId?: unknown };
+  return typeof conversationId === 'string' ? `${CONVERSATION_PREFIX}${conversationId}` : undefined;
+};
 
 /**
  * The sealing of conversation streams for one process: with KEEL_MASTER_KEY, every conversation's
@@ -43,7 +69,7 @@ export const conversationSealing = async (
   const keyring = new DataKeyring(keys, sealing ? Buffer.from(masterKey, 'base64') : randomBytes(32));
   const sealer = new EventSealer({
     keyring,
-    sealed: (streamName) => sealing && streamName.startsWith(CONVERSATION_PREFIX),
+    keyStream: (event) => (sealing ? conversationKeyStream(event) : undefined),
     erasureType: CONVERSATION_DELETED,
   });
   const erasure: ConversationErasure = {
@@ -53,6 +79,15 @@ export const conversationSealing = async (
       await rawStore.snapshots.delete(tenantId, streamName);
     },
     isErased: (tenantId, streamName) => keyring.isDestroyed(tenantId, streamName),
+    sealFor: async (tenantId, conversationId, purpose, value) => {
+      if (!sealing) return value;
+      const keyStream = `${CONVERSATION_PREFIX}${conversationId}`;
+      return sealer.sealValue(tenantId, keyStream, value, `${purpose}|${tenantId}|${keyStream}`);
+    },
+    openFor: (tenantId, conversationId, purpose, stored) => {
+      const keyStream = `${CONVERSATION_PREFIX}${conversationId}`;
+      return sealer.openValue(tenantId, keyStream, stored, `${purpose}|${tenantId}|${keyStream}`);
+    },
   };
   return { store: sealingStore(rawStore, sealer), sealer, erasure };
 };

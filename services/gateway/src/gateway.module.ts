@@ -12,6 +12,8 @@ import { MeController } from './auth/me.controller.js';
 import { OPERATOR_KEY, operatorKeyFromEnv } from './auth/operator-key.js';
 import { ConfigController } from './config/config.controller.js';
 import { ConversationsController } from './conversations/conversations.controller.js';
+import { ConversationDeletionController } from './conversations/conversation-deletion.controller.js';
+import { ConversationEraser } from './conversations/conversation-eraser.service.js';
 import { ConversationManagementController } from './conversations/conversation-management.controller.js';
 import { ConversationsGrpcController } from './grpc/conversations.grpc.js';
 import { ToolResultsController } from './conversations/tool-results.controller.js';
@@ -61,6 +63,7 @@ import { RunFeedController } from './runs/run-feed.controller.js';
     KeysController,
     ConfigController,
     ConversationsController,
+    ConversationDeletionController,
     ToolResultsController,
     ConversationManagementController,
     EventsFeedController,
@@ -110,6 +113,7 @@ import { RunFeedController } from './runs/run-feed.controller.js';
     },
     TenantDirectory,
     TenantRegistryService,
+    ConversationEraser,
     KeyUsage,
     { provide: AgentClient, useFactory: () => new AgentClient(agentAddressFromEnv()) },
     // keel.run.v1.RunService: teams and runs, served by the agent.

@@ -14,6 +14,7 @@ import { Inject, Module } from '@nestjs/common';
 import { InMemoryToolCallLedger, MongoToolCallLedger, WebhookExecutor } from './execution/index.js';
 import { McpExecutor } from './execution/mcp-executor.js';
 import type { ToolCallLedger } from './execution/index.js';
+import { outcomeSealing } from './execution/outcome-sealing.js';
 import { TenantToolsCache } from './tool-calls/tenant-tools.js';
 import { ToolCallConsumer } from './tool-calls/tool-call.consumer.js';
 import { HookDeliveries } from './hooks/hook-deliveries.js';
@@ -53,7 +54,7 @@ const ackWaitFromEnv = (env: NodeJS.ProcessEnv = process.env): number =>
 /** The exactly-once ledger next to the event log: MongoDB when the log is, else in memory (dev mode). */
 const ledgerFor = (infra: Infrastructure): ToolCallLedger =>
   infra.store instanceof MongoEventStore
-    ? new MongoToolCallLedger(infra.store.db)
+    ? new MongoToolCallLedger(infra.store.db, { sealing: outcomeSealing(infra.erasure) })
     : new InMemoryToolCallLedger();
 
 /** The hook lanes next to the event log: MongoDB when the log is, else in memory (dev mode). */

@@ -19,11 +19,16 @@ import {
  */
 export const ERASED_EVENT_TYPE = 'ContentErased';
 
-/** Which streams are sealed, with what keys, and which event records an erasure. */
+/** Which events are sealed, with what keys, and which event records an erasure. */
 export interface SealingOptions {
   keyring: DataKeyring;
-  /** Whether a stream's events carry content to seal (e.g. the conversation category). */
-  sealed: (streamName: string) => boolean;
+  /**
+   * The stream whose data key seals an event's content: its own (a conversation), the one its
+   * data names (a tool call's conversation, by a clear `…Id` field), or undefined: not sealed.
+   * Answers the same for the event's sealed form (it may read clear fields only). For snapshots
+   * it is asked with `data` undefined.
+   */
+  keyStream: (event: { streamName: string; data: unknown }) => string | undefined;
   /**
    * The event type that records a stream's erasure: never sealed (it must read after the key is
    * gone), and a process that reads it forgets the stream's key at once.
@@ -33,38 +38,36 @@ export interface SealingOptions {
 
 /**
  * Seals the content of events (see envelope.ts: every field but ids, times, numbers and a few
- * enum-like names) with their stream's data key, and opens it again on the way out. Generic:
+ * enum-like names) with their key stream's data key, and opens it again on the way out. Generic:
  * it knows no event type but the erasure's. Events written before sealing existed read as they are.
  */
 export class EventSealer {
   constructor(private readonly options: SealingOptions) {}
 
-  /** Whether `streamName`'s events are sealed. */
-  isSealed(streamName: string): boolean {
-    return this.options.sealed(streamName);
+  /** The stream whose key seals this stream's snapshots (undefined: not sealed). */
+  snapshotKeyStream(streamName: string): string | undefined {
+    return this.options.keyStream({ streamName, data: undefined });
   }
 
-  /** The events to append, their content sealed under the stream's key (made on the first write). */
+  /** The events to append, their content sealed (a key stream's key is made on its first write). */
   async seal<E extends EventData>(tenantId: string, streamName: string, events: readonly E[]): Promise<E[]> {
-    if (!this.isSealed(streamName)) return [...events];
-    let key: Promise<DataKey> | undefined;
-    const keyOnce = (): Promise<DataKey> => (key ??= this.options.keyring.keyToWrite(tenantId, streamName));
     const sealed: E[] = [];
-    for (const event of events) sealed.push(await this.#sealOne(tenantId, streamName, event, keyOnce));
+    for (const event of events) sealed.push(await this.#sealOne(tenantId, streamName, event));
     return sealed;
   }
 
-  /** Recorded events (a publish) with their content sealed, those already sealed as they are. */
+  /**
+   * Recorded events (a publish) with their content sealed, those already sealed as they are. An
+   * erasure destroys its stream's key before it is published: the relay publishes every commit,
+   * after any crash, so an erasure whose writer died between its append and the key's destruction
+   * still completes.
+   */
   async sealRecorded(events: readonly RecordedEvent[]): Promise<RecordedEvent[]> {
     const sealed: RecordedEvent[] = [];
     for (const event of events) {
-      const keyOnce = (): Promise<DataKey> =>
-        this.options.keyring.keyToWrite(event.tenantId, event.streamName);
-      sealed.push(
-        this.isSealed(event.streamName)
-          ? await this.#sealOne(event.tenantId, event.streamName, event, keyOnce)
-          : event,
-      );
+      if (event.type === this.options.erasureType)
+        await this.options.keyring.destroy(event.tenantId, event.streamName, event.recordedAt);
+      sealed.push(await this.#sealOne(event.tenantId, event.streamName, event));
     }
     return sealed;
   }
@@ -86,7 +89,9 @@ export class EventSealer {
     const sealed = sealedContentOf(event.data);
     if (sealed === undefined) return event;
     if ('erased' in sealed) return erased(event);
-    const key = await this.options.keyring.keyFor(event.tenantId, event.streamName);
+    const keyStream = this.options.keyStream(event);
+    if (keyStream === undefined) return erased(event);
+    const key = await this.options.keyring.keyFor(event.tenantId, keyStream);
     return Buffer.isBuffer(key) ? opened(event, key, sealed) : erased(event);
   }
 
@@ -102,7 +107,9 @@ export class EventSealer {
       if (sealed === undefined || event.type === this.options.erasureType) result.push(event);
       else if ('erased' in sealed) result.push(erased(event));
       else {
-        const key = this.options.keyring.cached(event.tenantId, event.streamName);
+        const keyStream = this.options.keyStream(event);
+        const key =
+          keyStream === undefined ? undefined : this.options.keyring.cached(event.tenantId, keyStream);
         if (key === undefined) return undefined;
         result.push(opened(event, key, sealed));
       }
@@ -110,36 +117,48 @@ export class EventSealer {
     return result;
   }
 
-  /** A snapshot's state sealed under the stream's key; undefined when the key is destroyed (not saved). */
+  /** A snapshot's state sealed under its key stream's key; undefined when the key is destroyed (not saved). */
   async sealState(tenantId: string, streamName: string, name: string, state: unknown): Promise<unknown> {
-    if (!this.isSealed(streamName)) return state;
-    const key = await this.options.keyring.keyToWrite(tenantId, streamName);
-    if (!Buffer.isBuffer(key)) return undefined;
-    return {
-      [SEALED_FIELD]: sealText(key, JSON.stringify(state), snapshotContext(tenantId, streamName, name)),
-    };
+    const keyStream = this.snapshotKeyStream(streamName);
+    if (keyStream === undefined) return state;
+    return this.sealValue(tenantId, keyStream, state, snapshotContext(tenantId, streamName, name));
   }
 
   /** A snapshot's state opened; undefined when its key is destroyed (the snapshot is then a miss). */
   async openState(tenantId: string, streamName: string, name: string, state: unknown): Promise<unknown> {
-    const sealed = sealedContentOf(state);
-    if (sealed === undefined) return state;
-    if ('erased' in sealed) return undefined;
-    const key = await this.options.keyring.keyFor(tenantId, streamName);
-    if (!Buffer.isBuffer(key)) return undefined;
-    return JSON.parse(openOrThrow(key, sealed, snapshotContext(tenantId, streamName, name), streamName));
+    const keyStream = this.snapshotKeyStream(streamName);
+    if (keyStream === undefined) return sealedContentOf(state) === undefined ? state : undefined;
+    return this.openValue(tenantId, keyStream, state, snapshotContext(tenantId, streamName, name));
   }
 
-  async #sealOne<E extends EventData>(
-    tenantId: string,
-    streamName: string,
-    event: E,
-    keyOnce: () => Promise<DataKey>,
-  ): Promise<E> {
+  /**
+   * Any JSON value kept beside the log (a snapshot, a tool call's outcome) sealed under
+   * `keyStream`'s key, bound to `context`; undefined when the key is destroyed (keep nothing).
+   */
+  async sealValue(tenantId: string, keyStream: string, value: unknown, context: string): Promise<unknown> {
+    const key = await this.options.keyring.keyToWrite(tenantId, keyStream);
+    if (!Buffer.isBuffer(key)) return undefined;
+    return { [SEALED_FIELD]: sealText(key, JSON.stringify(value), context) };
+  }
+
+  /** A value sealed by `sealValue` opened (one never sealed as it is); undefined once its key is destroyed. */
+  async openValue(tenantId: string, keyStream: string, value: unknown, context: string): Promise<unknown> {
+    const sealed = sealedContentOf(value);
+    if (sealed === undefined) return value;
+    if ('erased' in sealed) return undefined;
+    const key = await this.options.keyring.keyFor(tenantId, keyStream);
+    if (!Buffer.isBuffer(key)) return undefined;
+    return JSON.parse(openOrThrow(key, sealed, context, keyStream));
+  }
+
+  async #sealOne<E extends EventData>(tenantId: string, streamName: string, event: E): Promise<E> {
     if (event.type === this.options.erasureType || sealedContentOf(event.data) !== undefined) return event;
+    const keyStream = this.options.keyStream({ streamName, data: event.data });
+    if (keyStream === undefined) return event;
     const { clear, content } = splitContent(event.data);
     if (content === undefined) return event;
-    const key = await keyOnce();
+    // The keyring remembers the key: one store round trip per key stream and process.
+    const key: DataKey = await this.options.keyring.keyToWrite(tenantId, keyStream);
     const sealed: SealedContent = Buffer.isBuffer(key)
       ? sealText(key, JSON.stringify(content), eventContext(tenantId, streamName, event.type))
       : { erased: true };

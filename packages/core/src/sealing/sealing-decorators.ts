@@ -59,7 +59,8 @@ export const sealingStore = <S extends EventStore>(store: S, sealer: EventSealer
 const sealingSnapshots = (snapshots: SnapshotStore, sealer: EventSealer): SnapshotStore => ({
   async load(tenantId, streamName, name) {
     const snapshot = await snapshots.load(tenantId, streamName, name);
-    if (snapshot === undefined || !sealer.isSealed(streamName)) return snapshot as never;
+    if (snapshot === undefined || sealer.snapshotKeyStream(streamName) === undefined)
+      return snapshot as never;
     const state = await sealer.openState(tenantId, streamName, name, snapshot.state);
     return state === undefined ? undefined : { ...snapshot, state: state as never };
   },

@@ -20,7 +20,7 @@ const ERASED_BY = 'StreamErased';
 const sealerOf = (keys: DataKeyStore, masterKey: Buffer): EventSealer =>
   new EventSealer({
     keyring: new DataKeyring(keys, masterKey),
-    sealed: (streamName) => streamName.startsWith('chat-'),
+    keyStream: ({ streamName }) => (streamName.startsWith('chat-') ? streamName : undefined),
     erasureType: ERASED_BY,
   });
 

@@ -26,12 +26,12 @@ const event = (version: number, type: string, data: unknown): RecordedEvent => (
 });
 
 describe('SealingEventBus', () => {
-  it('publishes sealed, hands consumers the events opened and lifted, erased once the key is gone', async () => {
+  it('publishes sealed, hands consumers the events opened and lifted; publishing the erasure destroys the key', async () => {
     const keys = new InMemoryDataKeyStore();
     const master = randomBytes(32);
     const sealer = new EventSealer({
       keyring: new DataKeyring(keys, master),
-      sealed: (s) => s.startsWith('chat-'),
+      keyStream: ({ streamName }) => (streamName.startsWith('chat-') ? streamName : undefined),
       erasureType: 'StreamErased',
     });
     const published: RecordedEvent[] = [];
@@ -47,7 +47,8 @@ describe('SealingEventBus', () => {
       seen.push(e);
     });
     await bus.publish([event(1, 'Said', { text: 'secret words', at: 'x' })]);
-    await new DataKeyring(keys, master).destroy('acme', 'chat-9');
+    await expect.poll(() => seen.length).toBe(1);
+    // Publishing the erasure destroys the key (no one else did): what follows is erased.
     await bus.publish([
       event(2, 'StreamErased', { by: 'k', at: 'y' }),
       event(3, 'Said', { text: 'late words' }),
@@ -61,6 +62,7 @@ describe('SealingEventBus', () => {
       metadata: { lifted: true },
     });
     expect(seen.slice(1).map((e) => e.type)).toEqual(['StreamErased', ERASED_EVENT_TYPE]);
+    expect(await keys.get('acme', 'chat-9')).toHaveProperty('destroyedAt');
     await bus.close();
   });
 });

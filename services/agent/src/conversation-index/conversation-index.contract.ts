@@ -67,6 +67,70 @@ export const describeConversationIndexContract = (
       expect(exact.nextCursor).toBeUndefined();
     });
 
+    it('filters by agent, user, status and metadata, paging correctly within the filter', async () => {
+      const index = await setup();
+      const t = tenant();
+      const all = Array.from({ length: 6 }, (_, n) => ({
+        ...entry(t, n % 2),
+        userId: n < 3 ? 'ana' : 'bo',
+        metadata: { site: n % 3 === 0 ? 'x' : 'y', lang: 'en' },
+        status: 'idle',
+      }));
+      for (const e of all) await index.record(e);
+      const ids = async (filter: Parameters<ConversationIndex['list']>[2], limit = 2) => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await index.list(t, { limit, ...(cursor ? { cursor } : {}) }, filter);
+          seen.push(...page.conversations.map((c) => c.conversationId));
+          cursor = page.nextCursor;
+        } while (cursor);
+        return seen;
+      };
+      const newestFirst = [...all].reverse();
+      const expected = (keep: (e: (typeof all)[number]) => boolean) =>
+        newestFirst.filter(keep).map((e) => e.conversationId);
+      expect(await ids({ agentId: 'agent-1' })).toEqual(expected((e) => e.agentId === 'agent-1'));
+      expect(await ids({ userId: 'ana' })).toEqual(expected((e) => e.userId === 'ana'));
+      expect(await ids({ metadata: { site: 'x', lang: 'en' } }, 1)).toEqual(
+        expected((e) => e.metadata.site === 'x'),
+      );
+      expect(await ids({ userId: 'bo', agentId: 'agent-0' })).toEqual(
+        expected((e) => e.userId === 'bo' && e.agentId === 'agent-0'),
+      );
+      expect(await ids({ status: 'running' })).toEqual([]);
+      expect(await ids({ metadata: { site: 'nope' } })).toEqual([]);
+    });
+
+    it('updates follow the latest version, whatever the order; a list filters on the updated fields', async () => {
+      const index = await setup();
+      const t = tenant();
+      const e = { ...entry(t, 1), status: 'idle' };
+      await index.record(e);
+      await index.update({ ...e, status: 'failed', title: 'new', metadata: { k: 'v' }, version: 7 });
+      await index.update({ ...e, status: 'running', version: 5 });
+      await index.record({ ...e, title: 'ignored' });
+      expect((await index.list(t, {}, { status: 'failed' })).conversations).toEqual([
+        { ...e, status: 'failed', title: 'new', metadata: { k: 'v' }, version: 7 },
+      ]);
+      expect((await index.list(t, {}, { status: 'running' })).conversations).toEqual([]);
+      const late = { ...entry(t, 2), status: 'running', version: 3 };
+      await index.update(late);
+      expect((await index.list(t, {}, { metadata: { k: 'v' } })).conversations).toHaveLength(1);
+      expect((await index.list(t, {}, { status: 'running' })).conversations).toEqual([late]);
+    });
+
+    it('removes a deleted conversation (twice is harmless); the others stay', async () => {
+      const index = await setup();
+      const t = tenant();
+      const [kept, gone] = [entry(t, 1, 'kept'), entry(t, 2, 'gone')];
+      await index.record(kept);
+      await index.record(gone);
+      await index.remove(t, gone.conversationId);
+      await index.remove(t, gone.conversationId);
+      expect((await index.list(t)).conversations.map((c) => c.conversationId)).toEqual([kept.conversationId]);
+    });
+
     it('defaults to 20 a page; refuses a limit outside 1–100 and a cursor it did not make, by name', async () => {
       const index = await setup();
       const t = tenant();

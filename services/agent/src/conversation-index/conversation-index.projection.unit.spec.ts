@@ -80,8 +80,15 @@ describe('conversation index', () => {
     const second = await t.conversations.create(ctx, { agentId: 'support' });
     expect(await t.conversations.list('acme')).toEqual({
       conversations: [
-        { id: second.id, agentId: 'support', status: 'idle', createdAt: second.createdAt },
-        { id: first.id, agentId: 'support', title: 'Refund', status: 'idle', createdAt: first.createdAt },
+        { id: second.id, agentId: 'support', userId: 'ana', status: 'idle', createdAt: second.createdAt },
+        {
+          id: first.id,
+          agentId: 'support',
+          title: 'Refund',
+          userId: 'ana',
+          status: 'idle',
+          createdAt: first.createdAt,
+        },
       ],
     });
     expect(await t.conversations.list('globex')).toEqual({ conversations: [] });
@@ -107,7 +114,7 @@ describe('conversation index', () => {
     await eventuallyTrue(async () => (await t.conversations.list('acme')).conversations.length === 2);
     const { conversations } = await t.conversations.list('acme');
     expect(conversations).toEqual([
-      { id: created.id, agentId: 'support', status: 'idle', createdAt: created.createdAt },
+      { id: created.id, agentId: 'support', userId: 'ana', status: 'idle', createdAt: created.createdAt },
       {
         id: conversationId,
         agentId: 'support',
@@ -123,6 +130,8 @@ describe('conversation index', () => {
     let failing = true;
     const flaky: ConversationIndex = {
       record: (entry) => (failing ? Promise.reject(new Error('index down')) : memory.record(entry)),
+      update: (entry) => memory.update(entry),
+      remove: (tenantId, conversationId) => memory.remove(tenantId, conversationId),
       list: (tenantId, page) => memory.list(tenantId, page),
     };
     const t = await setup(flaky);

@@ -1,13 +1,38 @@
 import { ValidationError } from '@keel/core';
 
-/** One conversation as the tenant's list shows it (what `ConversationCreated` says). */
+/** One conversation as the tenant's list shows and filters it. */
 export interface IndexedConversation {
   tenantId: string;
   conversationId: string;
   agentId: string;
   title?: string;
   createdAt: string;
+  /** The acting user who created it. */
+  userId?: string;
+  metadata?: Record<string, string>;
+  /** Its status as of `version` (absent: idle, as created). */
+  status?: string;
+  /** The conversation version this entry reflects (absent: as created). */
+  version?: number;
 }
+
+/** What a list keeps: every given field must match (`metadata`: each key with that value). */
+export interface ConversationFilter {
+  agentId?: string;
+  userId?: string;
+  status?: string;
+  metadata?: Record<string, string>;
+}
+
+/** Whether an entry passes a filter (the in-memory index; the Mongo one asks the same of its query). */
+export const matches = (entry: IndexedConversation, filter: ConversationFilter = {}): boolean =>
+  (filter.agentId === undefined || entry.agentId === filter.agentId) &&
+  (filter.userId === undefined || entry.userId === filter.userId) &&
+  (filter.status === undefined || (entry.status ?? 'idle') === filter.status) &&
+  Object.entries(filter.metadata ?? {}).every(
+    ([key, value]) =>
+      entry.metadata !== undefined && Object.hasOwn(entry.metadata, key) && entry.metadata[key] === value,
+  );
 
 /** A page of a tenant's conversations, newest first; `nextCursor` is absent on the last page. */
 export interface ConversationPage {
@@ -28,11 +53,23 @@ export interface ConversationIndex {
   /** Adds a conversation unless it is there already: recording twice is harmless. */
   record(entry: IndexedConversation): Promise<void>;
   /**
-   * One page of the tenant's conversations, newest first (conversation ids are UUIDv7, so id
-   * order is creation order). `cursor` is a previous page's `nextCursor`; a malformed one is a
-   * ValidationError naming `cursor`.
+   * Sets the entry to the conversation as of `entry.version` (adding it when absent) unless the
+   * entry already reflects that version or a later one: updates applied in any order, or twice,
+   * leave the latest.
    */
-  list(tenantId: string, page?: { limit?: number; cursor?: string }): Promise<ConversationPage>;
+  update(entry: IndexedConversation & { version: number }): Promise<void>;
+  /** Drops the entry (its conversation was deleted: its title and metadata go with it); idempotent. */
+  remove(tenantId: string, conversationId: string): Promise<void>;
+  /**
+   * One page of the tenant's conversations that pass `filter`, newest first (conversation ids are
+   * UUIDv7, so id order is creation order). `cursor` is a previous page's `nextCursor`; a
+   * malformed one is a ValidationError naming `cursor`.
+   */
+  list(
+    tenantId: string,
+    page?: { limit?: number; cursor?: string },
+    filter?: ConversationFilter,
+  ): Promise<ConversationPage>;
 }
 
 /** The `_id` of an entry: one per tenant and conversation. */

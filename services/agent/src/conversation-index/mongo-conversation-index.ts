@@ -1,9 +1,17 @@
 import { isDuplicateKey } from '@keel/core/mongodb';
-import type { Collection, Db } from 'mongodb';
-import type { ConversationIndex, ConversationPage, IndexedConversation } from './conversation-index.js';
+import type { Collection, Db, Filter } from 'mongodb';
+import type {
+  ConversationFilter,
+  ConversationIndex,
+  ConversationPage,
+  IndexedConversation,
+} from './conversation-index.js';
 import { decodeCursor, encodeCursor, indexKey, pageSize } from './conversation-index.js';
 
-/** One indexed conversation in `<prefix>conversation_index`. Written once, never updated. */
+/**
+ * One indexed conversation in `<prefix>conversation_index`: inserted once, then set to later
+ * versions of the conversation (title, metadata, status) by `update`.
+ */
 export interface ConversationIndexDocument {
   /** `${tenantId}|${conversationId}`: the primary key makes `record` insert-if-absent. */
   _id: string;
@@ -12,7 +20,39 @@ export interface ConversationIndexDocument {
   agentId: string;
   title?: string;
   createdAt: string;
+  userId?: string;
+  metadata?: Record<string, string>;
+  status?: string;
+  /** The conversation version the document reflects; absent: as created. */
+  version?: number;
 }
+
+/** The document of an entry, without its absent fields. */
+const documentOf = (entry: IndexedConversation): ConversationIndexDocument => ({
+  _id: indexKey(entry.tenantId, entry.conversationId),
+  tenantId: entry.tenantId,
+  conversationId: entry.conversationId,
+  agentId: entry.agentId,
+  ...(entry.title ? { title: entry.title } : {}),
+  createdAt: entry.createdAt,
+  ...(entry.userId ? { userId: entry.userId } : {}),
+  ...(entry.metadata && Object.keys(entry.metadata).length > 0 ? { metadata: entry.metadata } : {}),
+  ...(entry.status ? { status: entry.status } : {}),
+  ...(entry.version === undefined ? {} : { version: entry.version }),
+});
+
+/** The query of a filter; metadata keys are checked words (`[A-Za-z0-9_-]`), safe as paths. */
+const queryOf = (filter: ConversationFilter): Filter<ConversationIndexDocument> =>
+  ({
+    ...(filter.agentId === undefined ? {} : { agentId: filter.agentId }),
+    ...(filter.userId === undefined ? {} : { userId: filter.userId }),
+    ...(filter.status === undefined
+      ? {}
+      : filter.status === 'idle'
+        ? { status: { $in: ['idle', null] } }
+        : { status: filter.status }),
+    ...Object.fromEntries(Object.entries(filter.metadata ?? {}).map(([k, v]) => [`metadata.${k}`, v])),
+  }) as Filter<ConversationIndexDocument>;
 
 /**
  * The conversation index on MongoDB or FerretDB 1.24. Recording is a plain insert that the `_id`
@@ -31,36 +71,49 @@ export class MongoConversationIndex implements ConversationIndex {
 
   async record(entry: IndexedConversation): Promise<void> {
     try {
-      await this.#entries.insertOne({
-        _id: indexKey(entry.tenantId, entry.conversationId),
-        tenantId: entry.tenantId,
-        conversationId: entry.conversationId,
-        agentId: entry.agentId,
-        ...(entry.title ? { title: entry.title } : {}),
-        createdAt: entry.createdAt,
-      });
+      await this.#entries.insertOne(documentOf(entry));
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
     }
   }
 
-  async list(tenantId: string, page: { limit?: number; cursor?: string } = {}): Promise<ConversationPage> {
+  /**
+   * Inserts the entry, or replaces an older one: the filter on `version` makes a late update (a
+   * redelivery, another instance's slower write) change nothing.
+   */
+  async remove(tenantId: string, conversationId: string): Promise<void> {
+    await this.#entries.deleteOne({ _id: indexKey(tenantId, conversationId) });
+  }
+
+  async update(entry: IndexedConversation & { version: number }): Promise<void> {
+    const document = documentOf(entry);
+    try {
+      await this.#entries.insertOne(document);
+      return;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    await this.#entries.replaceOne(
+      { _id: document._id, $or: [{ version: { $lt: entry.version } }, { version: { $exists: false } }] },
+      document,
+    );
+  }
+
+  async list(
+    tenantId: string,
+    page: { limit?: number; cursor?: string } = {},
+    filter: ConversationFilter = {},
+  ): Promise<ConversationPage> {
     const limit = pageSize(page.limit);
     const before = page.cursor ? decodeCursor(page.cursor) : undefined;
     // `}` follows `|`: every key of the tenant sorts below `${tenantId}}`.
     const upper = before === undefined ? `${tenantId}}` : indexKey(tenantId, before);
     const documents = await this.#entries
-      .find({ _id: { $gt: `${tenantId}|`, $lt: upper }, tenantId })
+      .find({ _id: { $gt: `${tenantId}|`, $lt: upper }, tenantId, ...queryOf(filter) })
       .sort({ _id: -1 })
       .limit(limit + 1)
       .toArray();
-    const conversations = documents.slice(0, limit).map((d): IndexedConversation => ({
-      tenantId: d.tenantId,
-      conversationId: d.conversationId,
-      agentId: d.agentId,
-      ...(d.title ? { title: d.title } : {}),
-      createdAt: d.createdAt,
-    }));
+    const conversations = documents.slice(0, limit).map(({ _id, ...entry }): IndexedConversation => entry);
     const last = conversations.at(-1);
     return {
       conversations,

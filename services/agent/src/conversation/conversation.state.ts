@@ -166,6 +166,10 @@ const acceptedBy = (
  * client request it accepted, whatever else the event does.
  */
 export const evolve = (state: Conversation, event: ConversationEvent): Conversation => {
+  // Deleted (ConversationDeleted, not a command's event: the gateway's DELETE appends it): the
+  // conversation folds back to never created, so every command and read answers not found.
+  if ((event.type as string) === 'ConversationDeleted')
+    return { ...initialConversation(), version: state.version + 1 };
   const accepted = acceptedBy(state, event);
   const next = evolveEvent(state, event);
   return {

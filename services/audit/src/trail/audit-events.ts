@@ -100,6 +100,8 @@ const DESCRIBE: Record<string, (data: Data) => Described> = {
       ...(typeof d.reason === 'string' ? { reason: d.reason.slice(0, 500) } : {}),
     },
   }),
+  // A deleted conversation (API.md DELETE): which, by whom, when; nothing of its content.
+  ConversationDeleted: (d) => ({ target: `conversation:${str(d.conversationId)}`, details: {} }),
   TurnCancelled: (d) => ({ target: `turn:${str(d.turnId)}`, details: { by: str(d.by) } }),
   // How turns ended (API.md "Models, defaults and agent options"): the finish reason, or the error's code.
   TurnCompleted: (d) => ({ target: `turn:${str(d.turnId)}`, details: { finishReason: str(d.finishReason) } }),

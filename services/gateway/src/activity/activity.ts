@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
 import { asDecided, parseStreamName } from '@keel/core';
 import type { ConversationEvent } from '@keel/events';
-import { CONVERSATION_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, CONVERSATION_DELETED } from '@keel/events';
 
 /** A tool call waiting for a person's decision (API.md `GET /v1/approvals` row). */
 export interface PendingApproval {
@@ -46,6 +46,7 @@ export class Activity {
     const { tenantId } = recorded;
     const event = asDecided<ConversationEvent>(recorded);
     const turnKey = (turnId: string) => `${tenantId}|${conversationId}|${turnId}`;
+    if (recorded.type === CONVERSATION_DELETED) return this.forgetConversation(turnKey(''));
     switch (event.type) {
       case 'TurnStarted':
         this.turns.set(turnKey(event.data.turnId), {
@@ -101,6 +102,14 @@ export class Activity {
       .filter((approval) => tenantId === undefined || approval.tenantId === tenantId)
       .map(({ turnKey: _turnKey, ...approval }) => approval)
       .sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.approvalId.localeCompare(b.approvalId));
+  }
+
+  /** A deleted conversation (by its turn keys' prefix): its turns end, its approvals go. */
+  private forgetConversation(prefix: string): void {
+    for (const key of [...this.turns.keys()]) if (key.startsWith(prefix)) this.endTurn(key);
+    for (const [approvalKey, approval] of this.approvals) {
+      if (approval.turnKey.startsWith(prefix)) this.approvals.delete(approvalKey);
+    }
   }
 
   private endTurn(key: string): void {

@@ -56,7 +56,9 @@ export class EventsFeedService implements BeforeApplicationShutdown {
       throw error;
     }
     const first = await this.infra.store.read(tenantId, stream, { fromVersion: 1, toVersion: 1 });
-    if (first.length === 0) throw new NotFoundError(`conversation ${conversationId} not found`);
+    // Deleted: its data key is destroyed (DELETE /v1/conversations/{id}), asked of the key store.
+    if (first[0]?.type !== 'ConversationCreated' || (await this.infra.erasure.isErased(tenantId, stream)))
+      throw new NotFoundError(`conversation ${conversationId} not found`);
     return stream;
   }
 

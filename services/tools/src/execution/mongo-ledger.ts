@@ -29,6 +29,24 @@ export interface ToolOutcomeDocument {
 }
 
 /**
+ * How an outcome's JSON text is kept: sealed with its conversation's data key (the infrastructure's
+ * `erasure.sealFor`), so deleting the conversation erases the results kept here too. `open`
+ * answers undefined once the key is destroyed.
+ */
+export interface OutcomeSealing {
+  seal(tenantId: string, conversationId: string, text: string): Promise<string | undefined>;
+  open(tenantId: string, conversationId: string, stored: string): Promise<string | undefined>;
+}
+
+/** What an outcome whose conversation was deleted reads as (its result is gone). */
+const ERASED_OUTCOME: ToolOutcome = {
+  ok: false,
+  error: { code: 'erased', message: 'the conversation was deleted' },
+  attempts: 0,
+  durationMs: 0,
+};
+
+/**
  * The production ledger on MongoDB or FerretDB 1.24. Both transitions are inserts that the `_id`
  * index lets succeed once: `begin` inserts the call, `complete` inserts its outcome; a duplicate
  * key means another caller was first, and its document is read back. No update is ever used:
@@ -41,12 +59,17 @@ export class MongoToolCallLedger implements ToolCallLedger {
   readonly #calls: Collection<ToolCallDocument>;
   readonly #outcomes: Collection<ToolOutcomeDocument>;
   readonly #now: () => Date;
+  readonly #sealing: OutcomeSealing | undefined;
 
-  constructor(db: Db, options: { collectionPrefix?: string; now?: () => Date } = {}) {
+  constructor(
+    db: Db,
+    options: { collectionPrefix?: string; now?: () => Date; sealing?: OutcomeSealing } = {},
+  ) {
     const prefix = options.collectionPrefix ?? '';
     this.#calls = db.collection<ToolCallDocument>(`${prefix}tool_calls`);
     this.#outcomes = db.collection<ToolOutcomeDocument>(`${prefix}tool_call_outcomes`);
     this.#now = options.now ?? (() => new Date());
+    this.#sealing = options.sealing;
   }
 
   async begin(key: ToolCallKey, meta: ToolCallAttemptMeta): Promise<BeginResult> {
@@ -75,16 +98,22 @@ export class MongoToolCallLedger implements ToolCallLedger {
     const _id = ledgerId(key);
     const call = await this.#calls.findOne({ _id });
     if (!call) throw notBegun(key);
-    const document: ToolOutcomeDocument = { _id, outcome: JSON.stringify(outcome), completedAt: this.#now() };
+    const text = JSON.stringify(outcome);
+    const stored = this.#sealing ? await this.#sealing.seal(key.tenantId, call.conversationId, text) : text;
+    const document: ToolOutcomeDocument = {
+      _id,
+      outcome: stored ?? JSON.stringify(ERASED_OUTCOME),
+      completedAt: this.#now(),
+    };
     try {
       await this.#outcomes.insertOne(document);
-      return toRecord(call, document);
+      return toRecord(call, { ...document, outcome: stored === undefined ? document.outcome : text });
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
     }
     const first = await this.#outcomes.findOne({ _id });
     if (!first) throw new UnavailableError(`the outcome of tool call ${key.toolCallId} could not be read`);
-    return toRecord(call, first);
+    return toRecord(call, await this.#opened(call, first));
   }
 
   async get(key: ToolCallKey): Promise<ToolCallRecord | undefined> {
@@ -98,7 +127,15 @@ export class MongoToolCallLedger implements ToolCallLedger {
       this.#calls.findOne({ _id }),
       this.#outcomes.findOne({ _id }),
     ]);
-    return call ? toRecord(call, outcome ?? undefined) : undefined;
+    if (!call) return undefined;
+    return toRecord(call, outcome ? await this.#opened(call, outcome) : undefined);
+  }
+
+  /** The outcome document with its text opened (the erased outcome once the conversation is deleted). */
+  async #opened(call: ToolCallDocument, document: ToolOutcomeDocument): Promise<ToolOutcomeDocument> {
+    if (!this.#sealing) return document;
+    const text = await this.#sealing.open(call.tenantId, call.conversationId, document.outcome);
+    return { ...document, outcome: text ?? JSON.stringify(ERASED_OUTCOME) };
   }
 }
 

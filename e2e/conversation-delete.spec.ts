@@ -1,0 +1,203 @@
+// DELETE /v1/conversations/{id} end to end (API.md "Conversation management"), with the gateway,
+// agent, tools and audit as processes on NATS and FerretDB and the fake OpenAI server as the model:
+// a conversation whose marker string is in its title, a user message, a tool argument and the tool's
+// result is deleted (204); then every route answers 404 (HTTP and gRPC), the marker is found in no
+// document of any collection of the database (log, snapshots, projections, ledger, indexes
+// included) nor in any message the JetStream stream retains, usage totals are unchanged and the
+// audit trail shows who deleted it. Another tenant's DELETE is 404 and changes nothing; a second
+// DELETE is 404.
+import { status } from '@grpc/grpc-js';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { ProcessHandle } from '@keel/testkit';
+import { eventually, fakeReply, freePort, lastUserMessageIncludes } from '@keel/testkit';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayPlatform } from './support/gateway-platform.js';
+import { startGatewayPlatform } from './support/gateway-platform.js';
+import { codeOf, conversationsClient } from './support/grpc-client.js';
+import { answerOf, openTurnStream } from './support/http.js';
+import { startAudit } from './support/platform.js';
+
+const MARKER = 'okapi-7c1e-erase-me';
+
+/** Every document of every collection of the platform's database, as text, with where it was. */
+const databaseDump = async (mongodbUrl: string): Promise<Array<{ collection: string; text: string }>> => {
+  const client = await MongoClient.connect(mongodbUrl);
+  try {
+    const db = client.db();
+    const dump: Array<{ collection: string; text: string }> = [];
+    for (const { name } of await db.listCollections().toArray()) {
+      for (const document of await db.collection(name).find({}).toArray())
+        dump.push({ collection: name, text: JSON.stringify(document) });
+      for (const index of await db.collection(name).indexes())
+        dump.push({ collection: `${name} (index)`, text: JSON.stringify(index) });
+    }
+    return dump;
+  } finally {
+    await client.close();
+  }
+};
+
+/** Every message the JetStream stream retains, as text. */
+const streamDump = async (natsUrl: string, stream: string): Promise<string[]> => {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const { state } = await jsm.streams.info(stream);
+    const texts: string[] = [];
+    for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq += 1) {
+      const message = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
+      if (message) texts.push(`${message.subject} ${message.string()}`);
+    }
+    return texts;
+  } finally {
+    await nc.close();
+  }
+};
+
+describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools, audit as processes)', () => {
+  let platform: GatewayPlatform;
+  let audit: ProcessHandle;
+  const acme = { id: '', keys: { admin: '', editor: '', viewer: '' } };
+  const globex = { id: '', keys: { editor: '' } };
+
+  const call = async (method: string, path: string, key: string, body?: unknown) =>
+    answerOf(await platform.request(method, path, key, body));
+
+  beforeAll(async () => {
+    const auditPort = await freePort();
+    platform = await startGatewayPlatform('erase', {
+      gatewayEnv: { AUDIT_GRPC_URL: `127.0.0.1:${auditPort}` },
+    });
+    audit = await startAudit(platform.env, auditPort);
+    Object.assign(acme, await platform.tenantWithKeys('Acme', ['admin', 'editor', 'viewer'] as const));
+    Object.assign(globex, await platform.tenantWithKeys('Globex', ['editor'] as const));
+    const secret = await call('POST', '/v1/webhook-secret', acme.keys.admin);
+    platform.webhook.setSecret((secret.body as { secret: string }).secret);
+    for (const [path, body] of [
+      [
+        '/v1/tools/lookup',
+        {
+          description: 'Look an order up',
+          inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+          kind: 'webhook',
+          url: platform.webhook.url,
+        },
+      ],
+      ['/v1/agents/helper', { model: 'openai:gpt-4o-mini', tools: ['lookup'], maxSteps: 4 }],
+      ['/v1/providers/openai', { baseUrl: platform.fake.url, apiKey: 'sk-tenant-e2e' }],
+    ] as const)
+      expect((await call('PUT', path, acme.keys.admin, body)).status).toBe(200);
+  }, 180_000);
+
+  afterAll(async () => {
+    await audit?.kill('SIGTERM');
+    await platform?.stop();
+  });
+
+  it('erases the content everywhere, answers 404 on every route, keeps usage and the audit entry', async () => {
+    platform.fake.on(
+      lastUserMessageIncludes(MARKER),
+      fakeReply.toolCalls([{ name: 'lookup', arguments: { id: MARKER } }]),
+      fakeReply.text(`Order ${MARKER} is shipped.`),
+    );
+    const created = await call('POST', '/v1/conversations', acme.keys.editor, {
+      agentId: 'helper',
+      title: `About ${MARKER}`,
+    });
+    expect(created.status).toBe(201);
+    const { id } = created.body as { id: string };
+    const stream = await openTurnStream(platform.base, acme.keys.editor, id, {
+      content: `Where is ${MARKER}?`,
+    });
+    const frames = await stream.until(
+      (f) => f.event === 'turn.completed' || f.event === 'turn.failed',
+      30_000,
+    );
+    stream.close();
+    expect(frames.at(-1)?.event).toBe('turn.completed');
+    // The marker went everywhere content goes: the message, the call's arguments, its result.
+    expect(platform.webhook.hits.some((hit) => hit.body.args.id === MARKER)).toBe(true);
+    const result = frames.find((f) => f.event === 'tool.result');
+    expect(JSON.stringify(result?.data)).toContain(MARKER);
+    // Usage as the turn's usage frames add up: every model call counted before the DELETE.
+    const prompted = frames
+      .filter((f) => f.event === 'usage')
+      .reduce((sum, f) => sum + (f.data as { promptTokens: number }).promptTokens, 0);
+    const today = new Date().toISOString().slice(0, 10);
+    const usage = async () =>
+      (await call('GET', `/v1/usage?from=${today}&to=${today}&groupBy=agent`, acme.keys.admin)).body as {
+        totals: unknown;
+      };
+    const before = await eventually(async () => {
+      const body = await usage();
+      expect(body.totals).toMatchObject({ turns: 1, promptTokens: prompted });
+      return body;
+    });
+
+    // Before: the log and the bus hold the content sealed; the conversation index holds its title.
+    const seen = (await databaseDump(platform.env.MONGODB_URL!)).filter((d) => d.text.includes(MARKER));
+    expect(new Set(seen.map((d) => d.collection))).toEqual(new Set(['conversation_index']));
+
+    // Another tenant's DELETE: 404, and nothing changed.
+    expect((await call('DELETE', `/v1/conversations/${id}`, globex.keys.editor)).status).toBe(404);
+    expect((await call('DELETE', `/v1/conversations/${id}`, acme.keys.viewer)).status).toBe(403);
+    expect((await call('GET', `/v1/conversations/${id}`, acme.keys.viewer)).status).toBe(200);
+
+    const deleted = await call('DELETE', `/v1/conversations/${id}`, acme.keys.editor);
+    expect(deleted.status).toBe(204);
+
+    const routes: Array<[string, string, unknown?]> = [
+      ['GET', `/v1/conversations/${id}`],
+      ['GET', `/v1/conversations/${id}/events`],
+      ['POST', `/v1/conversations/${id}/messages`, { content: 'again' }],
+      [
+        'POST',
+        `/v1/conversations/${id}/approvals/00000000-0000-7000-8000-000000000000`,
+        { decision: 'approve' },
+      ],
+      ['POST', `/v1/conversations/${id}/cancel`],
+      ['POST', `/v1/conversations/${id}/tool-results/call-1`, { ok: true, result: {} }],
+      ['POST', `/v1/conversations/${id}/messages/m-1/feedback`, { rating: 'up' }],
+      ['PATCH', `/v1/conversations/${id}`, { title: 'renamed' }],
+      ['DELETE', `/v1/conversations/${id}`],
+    ];
+    for (const [method, path, body] of routes)
+      expect({ method, path, status: (await call(method, path, acme.keys.editor, body)).status }).toEqual({
+        method,
+        path,
+        status: 404,
+      });
+    const grpc = conversationsClient(platform.grpcAddress);
+    try {
+      expect(await codeOf(grpc.unary('getConversation', acme.keys.viewer, { conversationId: id }))).toBe(
+        status.NOT_FOUND,
+      );
+    } finally {
+      grpc.close();
+    }
+    // The list (a projection) drops it once its consumer has seen the deletion.
+    await eventually(async () => {
+      const list = await call('GET', '/v1/conversations', acme.keys.viewer);
+      expect((list.body as { data: Array<{ id: string }> }).data.map((c) => c.id)).not.toContain(id);
+    });
+
+    const dump = await databaseDump(platform.env.MONGODB_URL!);
+    expect(dump.length).toBeGreaterThan(0);
+    expect(dump.filter((d) => d.text.includes(MARKER)).map((d) => d.collection)).toEqual([]);
+    const retained = await streamDump(platform.env.NATS_URL!, platform.env.KEEL_NATS_STREAM!);
+    expect(retained.length).toBeGreaterThan(0);
+    expect(retained.filter((text) => text.includes(MARKER))).toEqual([]);
+
+    expect(await usage()).toEqual(before);
+    const trail = await eventually(async () => {
+      const answer = await call('GET', '/v1/audit?type=ConversationDeleted', acme.keys.admin);
+      const entries = (answer.body as { data: Array<Record<string, unknown>> }).data;
+      expect(entries).toHaveLength(1);
+      return entries[0]!;
+    });
+    expect(trail).toMatchObject({ type: 'ConversationDeleted', target: `conversation:${id}` });
+    expect(trail.actor).toMatchObject({ role: 'editor' });
+  }, 120_000);
+});

@@ -1,0 +1,42 @@
+import type { EventMetadata, RecordedEvent } from '@keel/core';
+import { NotFoundError } from '@keel/core';
+import type { ConversationDeleted } from '@keel/events';
+import { CONVERSATION_DELETED } from '@keel/events';
+
+/** A DELETE as the decision sees it: which conversation, by whom, when. */
+export interface DeleteConversation {
+  conversationId: string;
+  by: string;
+  at: string;
+  metadata: EventMetadata;
+}
+
+/** What to append: the deletion, expecting the stream at the version it was decided on. */
+export interface DeletionDecision {
+  expectedVersion: number;
+  event: ConversationDeleted;
+}
+
+/**
+ * Decides a DELETE from the conversation's events, as read (the tenant's stream only): a stream
+ * with no `ConversationCreated` (never created, another tenant's, or erased) or one already
+ * deleted is not found (so a second DELETE is 404); otherwise the deletion, expecting the
+ * stream's last version, so a turn appending meanwhile makes the append retry on the new state.
+ * Pure: the eraser does the reading, appending and key destruction.
+ */
+export const decideDeletion = (
+  events: readonly RecordedEvent[],
+  command: DeleteConversation,
+): DeletionDecision => {
+  const created = events.some((event) => event.type === 'ConversationCreated');
+  const deleted = events.some((event) => event.type === CONVERSATION_DELETED);
+  if (!created || deleted) throw new NotFoundError(`conversation ${command.conversationId} not found`);
+  return {
+    expectedVersion: events.at(-1)?.version ?? 0,
+    event: {
+      type: 'ConversationDeleted',
+      data: { conversationId: command.conversationId, by: command.by, at: command.at },
+      metadata: command.metadata,
+    },
+  };
+};

@@ -1,0 +1,62 @@
+import { ConcurrencyError, NotFoundError, streamName, ValidationError } from '@keel/core';
+import type { EventMetadata } from '@keel/core';
+import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { Infrastructure } from '@keel/runtime';
+import { KEEL_INFRA } from '@keel/runtime';
+import { Inject, Injectable } from '@nestjs/common';
+import { decideDeletion } from './conversation-deletion.js';
+
+/** Appends lost to a concurrent writer (a turn still running) before the DELETE gives up. */
+const MAX_ATTEMPTS = 5;
+
+/** Who deletes, for the decision and the event's metadata. */
+export interface Deleter {
+  tenantId: string;
+  keyId: string;
+  metadata: EventMetadata;
+}
+
+/**
+ * `DELETE /v1/conversations/{id}`: appends `ConversationDeleted` to the conversation's log (every
+ * read and command answers 404 from then on: the agent's fold and the feed know it), then destroys
+ * the conversation's data key and its snapshots (infrastructure `erasure`): the content sealed in
+ * the log, snapshots, the tool ledger and the JetStream stream's retained messages can never be
+ * opened again. Publishing the deletion destroys the key too (the sealing bus), so a gateway that
+ * dies between the append and the destruction leaves it to the outbox relay.
+ */
+@Injectable()
+export class ConversationEraser {
+  constructor(@Inject(KEEL_INFRA) private readonly infra: Infrastructure) {}
+
+  async delete(deleter: Deleter, conversationId: string): Promise<void> {
+    const stream = conversationStream(conversationId);
+    for (let attempt = 1; ; attempt += 1) {
+      const events = await this.infra.store.read(deleter.tenantId, stream);
+      const decision = decideDeletion(events, {
+        conversationId,
+        by: deleter.keyId,
+        at: new Date().toISOString(),
+        metadata: deleter.metadata,
+      });
+      try {
+        await this.infra.store.append(deleter.tenantId, stream, [decision.event], {
+          expectedVersion: decision.expectedVersion,
+        });
+        break;
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError) || attempt >= MAX_ATTEMPTS) throw error;
+      }
+    }
+    await this.infra.erasure.erase(deleter.tenantId, stream);
+  }
+}
+
+/** The conversation's stream; an id that cannot name one is an unknown conversation (404). */
+export const conversationStream = (conversationId: string): string => {
+  try {
+    return streamName(CONVERSATION_CATEGORY, conversationId);
+  } catch (error) {
+    if (error instanceof ValidationError) throw new NotFoundError(`conversation ${conversationId} not found`);
+    throw error;
+  }
+};
