@@ -233,8 +233,15 @@ export class HookDeliveries {
       ...(secret === undefined ? {} : { secret }),
     });
     const data = answer.ok ? answerData(answer.body) : undefined;
-    if (data) await this.#appendData(hook.name, event, data);
-    return answer;
+    if (!data) return answer;
+    try {
+      await this.#appendData(hook.name, event, data);
+      return answer;
+    } catch (error) {
+      // Counted as a failed attempt (retried, then dead-lettered), never a lane stuck on it.
+      const reason = error instanceof Error ? error.message : 'unknown';
+      return { ok: false, error: `the hook's data could not be added to the conversation: ${reason}` };
+    }
   }
 
   /**
