@@ -37,7 +37,6 @@ const BENCHES: Bench[] = [
   usageQueryBench,
   auditConsumerBench,
   contextPolicyBench,
-  subAgentsBench,
   sealingBench,
 ];
 const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
