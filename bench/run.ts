@@ -14,7 +14,6 @@ import { peerCheckpointBench } from './peer-checkpoint.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
 import { sealingBench } from './sealing.bench.js';
 import { stepPersistenceBench } from './step-persistence.bench.js';
-import { subAgentsBench } from './sub-agents.bench.js';
 import { toolRoundtripBench } from './tool-roundtrip.bench.js';
 import { turnLatencyBench } from './turn-latency.bench.js';
 import { usageQueryBench } from './usage-query.bench.js';
