@@ -112,6 +112,15 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     Object.assign(keys, acme.keys);
     keys.otherEditor = (await platform.tenantWithKeys('Globex', ['editor'] as const)).keys.editor;
     await platform.configureSupportAgent(keys.admin);
+    // An intent the refund message matches: turn.started carries it on both transports.
+    const intents = [{ name: 'refunds', keywords: ['refund'], tools: ['refund'] }];
+    const agent = await platform.request('PUT', '/v1/agents/support', keys.admin, {
+      model: 'openai:gpt-4o-mini',
+      tools: ['refund'],
+      maxSteps: 4,
+      intents,
+    });
+    expect(agent.status).toBe(200);
   }, 180_000);
 
   afterAll(async () => {
@@ -171,6 +180,10 @@ describe('the gateway gRPC API (gateway, agent, tools as processes)', () => {
     expect(names.filter((n) => n !== 'message.delta' && n !== 'context')).toEqual(APPROVED_TOOL_TURN);
     expect(names).toContain('message.delta');
     expect(normalise(grpcFrames)).toEqual(normalise(sseFrames));
+    expect(grpcFrames.find((f) => f.event === 'turn.started')!.data).toMatchObject({
+      intent: 'refunds',
+      confidence: 1,
+    });
     expect(grpcFrames.every((f) => /^\d+(\.\d+)?$/.test(f.id))).toBe(true);
   });
 

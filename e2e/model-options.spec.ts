@@ -22,14 +22,12 @@ describe('agent model options (gateway, agent, tools, pricing as processes)', ()
   const putAgent = (agentId: string, body: unknown) =>
     platform.request('PUT', `/v1/agents/${agentId}`, keys.admin, body).then(answerOf);
 
-  /** Runs one streamed turn of `agentId` on `content`; its frames. */
-  const turn = async (agentId: string, content: string): Promise<SseFrame[]> => {
-    const created = await answerOf(
-      await platform.request('POST', '/v1/conversations', keys.editor, { agentId }),
-    );
+  /** Runs one streamed turn of `agentId` on `content` (as `editor`); its frames. */
+  const turn = async (agentId: string, content: string, editor = keys.editor): Promise<SseFrame[]> => {
+    const created = await answerOf(await platform.request('POST', '/v1/conversations', editor, { agentId }));
     expect(created.status).toBe(201);
     const { id } = created.body as { id: string };
-    const stream = await openTurnStream(platform.base, keys.editor, id, { content });
+    const stream = await openTurnStream(platform.base, editor, id, { content });
     const frames = await stream.until(
       (f) => f.event === 'turn.completed' || f.event === 'turn.failed',
       30_000,
@@ -93,6 +91,38 @@ describe('agent model options (gateway, agent, tools, pricing as processes)', ()
     expect(usage.costUsd).toBeCloseTo((1_000 * price.inputPerMTok + 100 * price.outputPerMTok) / 1e6, 9);
   });
 
+  it('an agent without model or temperature follows the defaults as they are when its turn starts', async () => {
+    const b = (await platform.tenantWithKeys('modelopts-b', ['admin', 'editor'])).keys;
+    const request = (method: string, path: string, body?: unknown) =>
+      platform.request(method, path, b.admin, body).then(answerOf);
+    expect(
+      (await request('PUT', '/v1/defaults', { model: 'openai:gpt-4o-mini', temperature: 0.2 })).status,
+    ).toBe(200);
+    expect((await request('PUT', '/v1/agents/follower', { instructions: 'Follow.' })).body).toMatchObject({
+      model: 'openai:gpt-4o-mini',
+      temperature: 0.2,
+    });
+    await request('PUT', '/v1/agents/pinned', { model: 'openai:gpt-4o-mini', temperature: 0.5 });
+    // The defaults change after the agents were written: the one without its own fields follows.
+    await request('PUT', '/v1/defaults', { model: 'openai:gpt-4o', temperature: 0.7 });
+    expect((await request('GET', '/v1/agents/follower')).body).toMatchObject({
+      model: 'openai:gpt-4o',
+      temperature: 0.7,
+    });
+    expect((await request('GET', '/v1/agents/pinned')).body).toMatchObject({
+      model: 'openai:gpt-4o-mini',
+      temperature: 0.5,
+    });
+    platform.fake.on(lastUserMessageIncludes('[dflt-'), fakeReply.text('Done.'), fakeReply.text('Done.'));
+    for (const agentId of ['follower', 'pinned']) {
+      expect((await turn(agentId, `Hi [dflt-${agentId}]`, b.editor)).at(-1)!.event).toBe('turn.completed');
+    }
+    const sent = (tag: string) =>
+      platform.fake.requests.find((r) => JSON.stringify(r.body?.messages).includes(tag))!.body;
+    expect(sent('[dflt-follower]')).toMatchObject({ model: 'gpt-4o', temperature: 0.7 });
+    expect(sent('[dflt-pinned]')).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.5 });
+  });
+
   it('refuses bad options naming them, and stores nothing', async () => {
     const cases: Array<[unknown, RegExp]> = [
       [
@@ -109,6 +139,15 @@ describe('agent model options (gateway, agent, tools, pricing as processes)', ()
         /providerOptions\.reasoningEffort/,
       ],
       [{ model: 'openai:gpt-4o', fallbackModels: ['acme:big'] }, /fallbackModels\[0\]/],
+      // Every model the agent may call must take the options: a fallback of another provider too.
+      [
+        {
+          model: 'openai:o3-mini',
+          providerOptions: { reasoningEffort: 'low' },
+          fallbackModels: ['openai:gpt-4o', 'anthropic:claude-sonnet-4-5'],
+        },
+        /providerOptions\.reasoningEffort .*anthropic:claude-sonnet-4-5/,
+      ],
       [{ model: 'openai:gpt-4o', fallbackModels: 'openai:gpt-4o-mini' }, /fallbackModels/],
       [{ model: 'openai:gpt-4o', promptCache: 'yes' }, /promptCache/],
       [{ model: 'openai:gpt-4o', context: { keepToolResults: -1 } }, /context\.keepToolResults/],

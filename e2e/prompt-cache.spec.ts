@@ -113,4 +113,34 @@ describe('prompt cache breakpoints (gateway, agent, tools, pricing as processes;
     expect(frames.at(-1)!.event).toBe('turn.completed');
     expect(JSON.stringify(anthropic.requests.at(-1)!.body)).not.toContain('cache_control');
   });
+
+  it("maps extended thinking as Anthropic takes it (no temperature, no top_p) and refuses an agent's own conflicting ones", async () => {
+    const put = (agentId: string, body: object) =>
+      platform.request('PUT', `/v1/agents/${agentId}`, keys.admin, { model: MODEL, ...body }).then(answerOf);
+    const thinking = { thinkingBudgetTokens: 2048, maxOutputTokens: 4096 };
+    expect((await put('thinker', { providerOptions: thinking })).status).toBe(200);
+    anthropic.script({ text: 'Thought it through.' });
+    const frames = await turn('thinker', 'Think [think-1]');
+    expect(frames.at(-1)!.event).toBe('turn.completed');
+    const body = anthropic.requests.at(-1)!.body as Record<string, unknown>;
+    expect(body).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 2048 }, max_tokens: 4096 });
+    expect(body).not.toHaveProperty('temperature');
+    expect(body).not.toHaveProperty('top_p');
+    const cases: Array<[object, RegExp]> = [
+      [{ temperature: 0, providerOptions: thinking }, /^temperature/],
+      [{ providerOptions: { ...thinking, topP: 0.9 } }, /^providerOptions\.topP/],
+      [
+        { providerOptions: { thinkingBudgetTokens: 4096, maxOutputTokens: 2048 } },
+        /^providerOptions\.thinkingBudgetTokens/,
+      ],
+    ];
+    for (const [body, field] of cases) {
+      const answer = await put('overthinker', body);
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+      expect((answer.body as { detail: string }).detail).toMatch(field);
+    }
+    expect((await answerOf(await platform.request('GET', '/v1/agents/overthinker', keys.admin))).status).toBe(
+      404,
+    );
+  });
 });

@@ -1,7 +1,7 @@
 import type { EventData } from '@keel/core';
 import type { AgentPhases } from './conversation-events.js';
 import type { HookConfigured, HookDeleted } from './hook-events.js';
-import type { AgentOptions, MemoryDeclaration } from './model-events.js';
+import type { AgentOptions, DefaultedField, MemoryDeclaration } from './model-events.js';
 
 /** Category of the tenant configuration streams: `tenantconfig-<tenantId>`. */
 export const TENANT_CONFIG_CATEGORY = 'tenantconfig';
@@ -54,6 +54,11 @@ export interface AgentDefinition {
   phases?: AgentPhases;
   /** Model options: provider options, fallbacks, prompt cache, context policy (model-events.ts). */
   options?: AgentOptions;
+  /**
+   * The fields its PUT left out: a turn takes them from the tenant's defaults as they are when it
+   * starts (the stored value, what they gave when it was written, serves while the tenant has none).
+   */
+  fromDefaults?: DefaultedField[];
 }
 
 /** Model providers a tenant can configure. */

@@ -7,7 +7,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { DEMO_MODEL_NAME, DemoChatModel } from './demo-chat-model.js';
 import type { ProviderCredentials } from './model-step.js';
 import type { ProviderOptions } from '@keel/events';
-import { chatFieldsOf } from './provider-options.js';
+import { chatFieldsOf, temperatureFieldOf } from './provider-options.js';
 
 /** The providers a `provider:model` id may name. */
 export const PROVIDERS = ['openai', 'anthropic', 'google', 'ollama', 'demo'] as const;
@@ -109,7 +109,7 @@ type BuiltChatModel = { chat: BaseChatModel; apiKey: string | undefined };
 const streamingWithUsage = (provider: Provider, settings: ChatModelSettings) => ({
   streaming: true,
   streamUsage: true,
-  temperature: settings.temperature,
+  ...temperatureFieldOf(provider, settings.providerOptions, settings.temperature),
   maxRetries: settings.maxRetries,
   ...chatFieldsOf(provider, settings.providerOptions),
 });

@@ -21,25 +21,62 @@ export const PROVIDER_OPTION_SUPPORT: Record<Provider, readonly ProviderOption[]
 const setOptions = (options: ProviderOptions): ProviderOption[] =>
   (Object.keys(options) as ProviderOption[]).filter((key) => options[key] !== undefined).sort();
 
-/** Refuses an option `provider` cannot take, naming it (`providerOptions.<option>`). */
-export const checkProviderOptions = (provider: Provider, options: ProviderOptions): void => {
+/**
+ * Refuses an option `model`'s provider cannot take, naming the option (`providerOptions.<option>`)
+ * and the model: every model the agent may call (its model and each fallback) must take them all.
+ */
+export const checkProviderOptions = (model: string, provider: Provider, options: ProviderOptions): void => {
   const supported = PROVIDER_OPTION_SUPPORT[provider];
   const refused = setOptions(options).find((option) => !supported.includes(option));
   if (refused !== undefined) {
     throw new ValidationError(
-      `providerOptions.${refused} cannot be used with provider "${provider}" (it takes: ${supported.join(', ') || 'none'})`,
-      { field: `providerOptions.${refused}` },
+      `providerOptions.${refused} cannot be used with ${model} (provider "${provider}" takes: ${supported.join(', ') || 'none'})`,
+      { field: `providerOptions.${refused}`, details: { model } },
     );
+  }
+};
+
+/** Whether `options` turn on Anthropic's extended thinking for `provider`. */
+export const thinksOn = (provider: Provider, options: ProviderOptions = {}): boolean =>
+  provider === 'anthropic' && options.thinkingBudgetTokens !== undefined;
+
+/**
+ * Anthropic's extended thinking takes no sampling settings (temperature stays 1, no top_p or
+ * top_k; LangChain's ChatAnthropic refuses them) and its budget must stay below max_tokens. An
+ * agent whose own fields conflict is refused naming the field; a temperature it takes from the
+ * defaults is simply not sent (chatFieldsOf).
+ */
+export const checkThinking = (
+  model: string,
+  provider: Provider,
+  options: ProviderOptions,
+  ownTemperature: number | undefined,
+): void => {
+  if (!thinksOn(provider, options)) return;
+  const { thinkingBudgetTokens: budget, maxOutputTokens, topP } = options;
+  const refuse = (field: string, why: string): never => {
+    throw new ValidationError(`${field}: ${why} (extended thinking on ${model})`, {
+      field,
+      details: { model },
+    });
+  };
+  if (topP !== undefined) refuse('providerOptions.topP', 'cannot be used with thinkingBudgetTokens');
+  if (ownTemperature !== undefined && ownTemperature !== 1) {
+    refuse('temperature', 'must be 1 or left out with thinkingBudgetTokens');
+  }
+  if (maxOutputTokens !== undefined && budget! >= maxOutputTokens) {
+    refuse('providerOptions.thinkingBudgetTokens', 'must be below providerOptions.maxOutputTokens');
   }
 };
 
 /**
  * The LangChain client fields carrying `options` for `provider`; an option the provider cannot
- * take is left out (a fallback model of another provider gets what it can use).
+ * take is left out (a fallback model of another provider gets what it can use), and so is topP
+ * under Anthropic's extended thinking (see checkThinking; the temperature: samplingOf).
  */
 export const chatFieldsOf = (provider: Provider, options: ProviderOptions = {}): Record<string, unknown> => {
   const { maxOutputTokens, reasoningEffort, thinkingBudgetTokens, topP } = options;
-  const top = topP === undefined ? {} : { topP };
+  const top = topP === undefined || thinksOn(provider, options) ? {} : { topP };
   switch (provider) {
     case 'openai':
       return {
@@ -69,3 +106,13 @@ export const chatFieldsOf = (provider: Provider, options: ProviderOptions = {}):
       return {};
   }
 };
+
+/**
+ * The sampling temperature a call to `provider` is built with: none under Anthropic's extended
+ * thinking (the API keeps it at 1 and refuses another), else the agent's.
+ */
+export const temperatureFieldOf = (
+  provider: Provider,
+  options: ProviderOptions | undefined,
+  temperature: number,
+): { temperature?: number } => (thinksOn(provider, options) ? {} : { temperature });

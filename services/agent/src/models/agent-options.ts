@@ -1,38 +1,18 @@
 import { ValidationError } from '@keel/core';
 import type { AgentOptions } from '@keel/events';
 import { parseModelId } from '../model/chat-models.js';
-import { checkProviderOptions } from '../model/provider-options.js';
+import { checkProviderOptions, checkThinking } from '../model/provider-options.js';
 
 /** Most fallback models an agent may list. */
 export const MAX_FALLBACK_MODELS = 5;
 
-/**
- * Checks an agent's model options against its model: each provider option must be one the
- * model's provider can take, each fallback a `provider:model` of a known provider, neither the
- * model itself nor listed twice. A refusal names the field (`fallbackModels[1]`).
- */
-export const checkAgentOptions = (
-  model: string,
-  options: AgentOptions,
-  tools: readonly string[] = [],
-): void => {
-  const { provider } = parseModelId(model);
-  if (options.providerOptions) checkProviderOptions(provider, options.providerOptions);
-  const fallbacks = options.fallbackModels ?? [];
+/** Each fallback a `provider:model` of a known provider, neither the model itself nor listed twice. */
+const checkFallbacks = (model: string, fallbacks: readonly string[]): void => {
   if (fallbacks.length > MAX_FALLBACK_MODELS) {
     throw new ValidationError(`fallbackModels lists at most ${MAX_FALLBACK_MODELS} models`, {
       field: 'fallbackModels',
     });
   }
-  (options.intents ?? []).forEach((intent, i) =>
-    (intent.tools ?? []).forEach((tool, j) => {
-      if (!tools.includes(tool)) {
-        throw new ValidationError(`intents[${i}].tools[${j}]: "${tool}" is not one of the agent's tools`, {
-          field: `intents[${i}].tools[${j}]`,
-        });
-      }
-    }),
-  );
   fallbacks.forEach((fallback, index) => {
     const field = `fallbackModels[${index}]`;
     try {
@@ -47,6 +27,44 @@ export const checkAgentOptions = (
   });
 };
 
+/** Each intent's tools among the agent's. */
+const checkIntents = (options: AgentOptions, tools: readonly string[]): void =>
+  (options.intents ?? []).forEach((intent, i) =>
+    (intent.tools ?? []).forEach((tool, j) => {
+      if (!tools.includes(tool)) {
+        throw new ValidationError(`intents[${i}].tools[${j}]: "${tool}" is not one of the agent's tools`, {
+          field: `intents[${i}].tools[${j}]`,
+        });
+      }
+    }),
+  );
+
+/**
+ * Checks an agent's model options against the models it may call (its model, then each fallback
+ * in order): each provider option must be one every one of their providers can take, and
+ * Anthropic's extended thinking must not meet the agent's own temperature or a topP
+ * (`ownTemperature`: the agent's, undefined when it takes the tenant's default). Each fallback a
+ * `provider:model` of a known provider, neither the model itself nor listed twice; intents name
+ * the agent's tools. A refusal names the field (`fallbackModels[1]`) and, for an option, the model.
+ */
+export const checkAgentOptions = (
+  model: string,
+  options: AgentOptions,
+  tools: readonly string[] = [],
+  ownTemperature?: number,
+): void => {
+  const fallbacks = options.fallbackModels ?? [];
+  checkFallbacks(model, fallbacks);
+  checkIntents(options, tools);
+  const providerOptions = options.providerOptions;
+  if (!providerOptions) return;
+  for (const each of [model, ...fallbacks]) {
+    const { provider } = parseModelId(each);
+    checkProviderOptions(each, provider, providerOptions);
+    checkThinking(each, provider, providerOptions, ownTemperature);
+  }
+};
+
 /**
  * The `options` of an agent definition from PutAgent's `optionsJson` (the gateway checked its
  * shape), checked against the model; `{}` when there are none.
@@ -55,6 +73,7 @@ export const agentOptionsOf = (
   model: string,
   json: string,
   tools: readonly string[] = [],
+  ownTemperature?: number,
 ): { options?: AgentOptions } => {
   if (json.trim() === '') return {};
   let value: unknown;
@@ -67,6 +86,6 @@ export const agentOptionsOf = (
     throw new ValidationError('agent.optionsJson must be a JSON object', { field: 'agent.optionsJson' });
   }
   const options = value as AgentOptions;
-  checkAgentOptions(model, options, tools);
+  checkAgentOptions(model, options, tools, ownTemperature);
   return Object.keys(options).length === 0 ? {} : { options };
 };

@@ -173,6 +173,43 @@ describe('GrpcUsagePricing', () => {
   });
 });
 
+describe('GrpcUsagePricing across restarts of the pricing service', () => {
+  const listen = async (port: number): Promise<Server> => {
+    const restarted = new Server();
+    restarted.addService(serviceDefinition(), {
+      ComputeCost: (_call: ServerUnaryCall<object, object>, callback: sendUnaryData<object>) =>
+        callback(null, { costUsd: 0.12, reason: '' }),
+    });
+    await new Promise<void>((resolve, reject) =>
+      restarted.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (error) =>
+        error ? reject(error) : resolve(),
+      ),
+    );
+    return restarted;
+  };
+
+  it('prices the first call after the service is back, however long it was down (the channel retries within the wait)', async () => {
+    const port = await freePort();
+    let up = await listen(port);
+    const pricing = new GrpcUsagePricing(`127.0.0.1:${port}`);
+    clients.push(pricing);
+    try {
+      // Down long enough for the channel's reconnect backoff to reach its cap, back at a
+      // different point of the channel's schedule each time.
+      for (const downMs of [1_300, 1_700]) {
+        expect((await pricing.price(usage)).costUsd).toBe(0.12);
+        up.forceShutdown();
+        expect((await pricing.price(usage)).costUsd).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, downMs));
+        up = await listen(port);
+        expect(await pricing.price(usage), `back after ${downMs} ms down`).toMatchObject({ costUsd: 0.12 });
+      }
+    } finally {
+      up.forceShutdown();
+    }
+  }, 20_000);
+});
+
 describe('pricingAddressFromEnv', () => {
   it('is PRICING_GRPC_URL, else this host on PRICING_GRPC_PORT, else the pricing default port', () => {
     expect(pricingAddressFromEnv({ PRICING_GRPC_URL: 'pricing:7000', PRICING_GRPC_PORT: '9' })).toBe(

@@ -29,13 +29,19 @@ export interface PricingCallOptions {
 
 const RETRIED = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED]);
 
+/** After UNAVAILABLE, how long a call waits for the channel to reconnect before its retry. */
+const RECONNECT_WAIT_MS = 1_000;
+
 /**
- * The channel reconnects at least every second while the service is down (grpc-js's default
- * backoff grows to two minutes: a restarted pricing service would go unused that long).
+ * While the service is down the channel tries to reconnect at least twice within a retry's wait
+ * (grpc-js's default backoff grows to two minutes: a restarted pricing service would go unused
+ * that long). The cap is half the wait because grpc-js adds up to 20% jitter to each backoff: a
+ * cap equal to the wait (1 s, as it was) let the channel's next attempt fall after the wait ended,
+ * so the first call after the service came back could still be recorded unpriced.
  */
 const CHANNEL_OPTIONS = {
   'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 1_000,
+  'grpc.max_reconnect_backoff_ms': RECONNECT_WAIT_MS / 2,
 };
 
 /**
@@ -59,7 +65,7 @@ export class GrpcUsagePricing implements UsagePricing {
     });
     this.attempts = Math.max(1, options.attempts ?? 2);
     this.backoffMs = options.backoffMs ?? 100;
-    this.reconnectWaitMs = options.reconnectWaitMs ?? 1_000;
+    this.reconnectWaitMs = options.reconnectWaitMs ?? RECONNECT_WAIT_MS;
   }
 
   async price(usage: UsageToPrice): Promise<PricedUsage> {

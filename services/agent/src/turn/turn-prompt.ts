@@ -1,6 +1,6 @@
 import { ownValue } from '@keel/core';
 import type { AgentDefinition } from '@keel/events';
-import type { Conversation } from '../conversation/conversation.state.js';
+import type { Conversation, CurrentTurn } from '../conversation/conversation.state.js';
 import type { PromptMessage, PromptTool } from '../prompt/prompt.js';
 import { INTENT_SECTION, promptMessages } from '../prompt/prompt.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
@@ -27,10 +27,15 @@ export const promptOf = (
   return applyContextPolicy(guided, agent.options?.context).messages;
 };
 
-/** The intent of the turn's user message (the latest one), classified by the agent's intents. */
-export const turnIntent = (agent: AgentDefinition, state: Conversation): Classified | undefined => {
-  const user = [...state.messages].reverse().find((m) => m.role === 'user');
-  return user ? classifyIntent(user.content, agent.options?.intents) : undefined;
+/**
+ * The intent the turn's message was classified as when the turn started (the log is the truth:
+ * an edit of the agent's intents mid-turn changes nothing), with its definition as recorded then;
+ * a turn recorded before the definition was takes the agent's intent of that name. None: all tools.
+ */
+export const turnIntent = (agent: AgentDefinition, turn: CurrentTurn): Classified | undefined => {
+  if (turn.intent === undefined) return undefined;
+  const intent = turn.agent.matchedIntent ?? agent.options?.intents?.find((i) => i.name === turn.intent);
+  return intent ? { intent, confidence: turn.confidence ?? 1 } : undefined;
 };
 
 /** The matched intent's guidance as a section at the end of the system prompt. */

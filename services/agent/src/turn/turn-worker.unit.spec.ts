@@ -166,7 +166,7 @@ const setup = async (
     await relay.stop();
     await bus.close();
   };
-  return { store, bus, conversations, model, executed, deltas, stop };
+  return { store, bus, config, conversations, model, executed, deltas, stop };
 };
 
 let stop: (() => Promise<void>) | undefined;
@@ -473,5 +473,47 @@ describe('turn worker', () => {
     }, 10_000);
     expect(t.model.calls).toHaveLength(24);
     expect(new Set(t.executed).size).toBe(12);
+  });
+
+  it('narrows every step by the intent TurnStarted recorded: an edit of the intents mid-turn changes nothing', async () => {
+    const t = await setup({
+      'where is order 9?': [
+        { toolCalls: [{ toolCallId: 'call_1', name: 'lookup', args: { id: '9' } }] },
+        { text: 'Order 9 is on its way.' },
+      ],
+    });
+    stop = t.stop;
+    const agent = {
+      agentId: 'narrow',
+      model: 'openai:gpt-test',
+      instructions: 'Help.',
+      tools: ['lookup', 'refund'],
+      maxSteps: 4,
+      temperature: 0,
+      toolResultMaxChars: 2_000,
+    };
+    const intents = [{ name: 'track', keywords: ['where'], tools: ['lookup'], guidance: 'Look it up.' }];
+    await t.config.apply(ctx, { type: 'PutAgent', agent: { ...agent, options: { intents } }, at: 'now' });
+    const { id } = await t.conversations.create(ctx, { agentId: 'narrow' });
+    await t.conversations.send(ctx, id, { content: 'where is order 9?' });
+    // Mid-turn the intent is renamed and offers the other tool: the running turn keeps its own.
+    const edited = [{ name: 'refunds', keywords: ['where'], tools: ['refund'], guidance: 'Refund it.' }];
+    await t.config.apply(ctx, {
+      type: 'PutAgent',
+      agent: { ...agent, options: { intents: edited } },
+      at: 'now',
+    });
+    await eventuallyTrue(async () => (await t.conversations.get('acme', id)).status === 'idle', 5_000);
+    expect(t.model.calls).toHaveLength(2);
+    for (const call of t.model.calls) {
+      expect(call.tools.map((tool) => tool.name)).toEqual(['lookup']);
+      expect(call.messages[0]!.content).toContain('track (confidence 1): Look it up.');
+    }
+    const started = (await t.store.read('acme', `conversation-${id}`)).find((e) => e.type === 'TurnStarted')!;
+    expect(started.data).toMatchObject({
+      intent: 'track',
+      confidence: 1,
+      agent: { matchedIntent: intents[0] },
+    });
   });
 });

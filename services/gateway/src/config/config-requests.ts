@@ -14,6 +14,7 @@ import {
 } from './request-fields.js';
 import { AGENT_OPTION_FIELDS, agentOptionsJson } from '../models/agent-options.js';
 import { memoryJsonOf } from '../models/tool-memory.js';
+import { DEFAULTED_FIELDS } from '@keel/events';
 
 /** A tool's `timeoutMs` when the body leaves it out (API.md's example), and its range. */
 export const TOOL_TIMEOUT_MS = { default: 10_000, min: 100, max: 120_000 } as const;
@@ -142,5 +143,7 @@ export const parsePutAgent = (agentId: string, body: unknown, defaults: AgentDef
       chars.default,
     phasesJson: phases === undefined ? '' : JSON.stringify(phases),
     optionsJson: agentOptionsJson(object),
+    // Left out: the agent follows the tenant's defaults, as they are when each turn starts.
+    fromDefaults: DEFAULTED_FIELDS.filter((field) => object[field] === undefined),
   };
 };

@@ -12,7 +12,12 @@ const errorText = (error: unknown): string =>
 
 /** The payload of each frame name (API.md "The turn stream"), as keel.conversations.v1.TurnEvent sets it. */
 const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
-  'turn.started': (d) => ({ turnStarted: { turnId: str(d.turnId) } }),
+  'turn.started': (d) => ({
+    turnStarted: {
+      turnId: str(d.turnId),
+      ...(typeof d.intent === 'string' ? { intent: d.intent, confidence: num(d.confidence) } : {}),
+    },
+  }),
   data: (d) => ({ hookData: { hook: str(d.hook), dataJson: json(d.data) } }),
   'message.delta': (d) => ({ messageDelta: { turnId: str(d.turnId), text: str(d.text) } }),
   'tool.call': (d) => ({

@@ -220,6 +220,12 @@ export interface Agent {
    * `{ "providerOptions"?, "fallbackModels"?, "promptCache"?, "context"? }`; empty when none.
    */
   optionsJson: string;
+  /**
+   * The fields among `model`, `temperature`, `maxSteps` the PUT body left out: a turn takes them
+   * from the tenant's defaults as they are when it starts (PutAgent: the gateway fills them with
+   * the defaults of the moment too; answers: their values are the defaults now).
+   */
+  fromDefaults: string[];
 }
 
 /** Request of AgentService.PutAgent. */
@@ -1616,6 +1622,7 @@ function createBaseAgent(): Agent {
     toolResultMaxChars: 0,
     phasesJson: "",
     optionsJson: "",
+    fromDefaults: [],
   };
 }
 
@@ -1647,6 +1654,9 @@ export const Agent: MessageFns<Agent> = {
     }
     if (message.optionsJson !== "") {
       writer.uint32(74).string(message.optionsJson);
+    }
+    for (const v of message.fromDefaults) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -1736,6 +1746,14 @@ export const Agent: MessageFns<Agent> = {
             message.optionsJson = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.fromDefaults.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1779,6 +1797,11 @@ export const Agent: MessageFns<Agent> = {
         : isSet(object.options_json)
         ? globalThis.String(object.options_json)
         : "",
+      fromDefaults: globalThis.Array.isArray(object?.fromDefaults)
+        ? object.fromDefaults.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.from_defaults)
+        ? object.from_defaults.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1811,6 +1834,9 @@ export const Agent: MessageFns<Agent> = {
     if (message.optionsJson !== "") {
       obj.optionsJson = message.optionsJson;
     }
+    if (message.fromDefaults?.length) {
+      obj.fromDefaults = message.fromDefaults;
+    }
     return obj;
   },
 
@@ -1828,6 +1854,7 @@ export const Agent: MessageFns<Agent> = {
     message.toolResultMaxChars = object.toolResultMaxChars ?? 0;
     message.phasesJson = object.phasesJson ?? "";
     message.optionsJson = object.optionsJson ?? "";
+    message.fromDefaults = object.fromDefaults?.map((e) => e) || [];
     return message;
   },
 };

@@ -514,6 +514,15 @@ export interface HookData {
 export interface TurnStarted {
   /** Turn id. */
   turnId: string;
+  /**
+   * The agent's intent the turn's message was classified as (keywords, before the loop); absent
+   * when none matched (all the agent's tools are offered).
+   */
+  intent?:
+    | string
+    | undefined;
+  /** The matched intent's share of all keyword hits, (0, 1]; absent with intent. */
+  confidence?: number | undefined;
 }
 
 /** message.delta: a chunk of the assistant's text as the model streams it (not stored). */
@@ -3644,6 +3653,12 @@ export const TurnStarted: MessageFns<TurnStarted> = {
     if (message.turnId !== "") {
       writer.uint32(10).string(message.turnId);
     }
+    if (message.intent !== undefined) {
+      writer.uint32(18).string(message.intent);
+    }
+    if (message.confidence !== undefined) {
+      writer.uint32(25).double(message.confidence);
+    }
     return writer;
   },
 
@@ -3668,6 +3683,22 @@ export const TurnStarted: MessageFns<TurnStarted> = {
             message.turnId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.intent = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.confidence = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3687,6 +3718,8 @@ export const TurnStarted: MessageFns<TurnStarted> = {
         : isSet(object.turn_id)
         ? globalThis.String(object.turn_id)
         : "",
+      intent: isSet(object.intent) ? globalThis.String(object.intent) : undefined,
+      confidence: isSet(object.confidence) ? globalThis.Number(object.confidence) : undefined,
     };
   },
 
@@ -3694,6 +3727,12 @@ export const TurnStarted: MessageFns<TurnStarted> = {
     const obj: any = {};
     if (message.turnId !== "") {
       obj.turnId = message.turnId;
+    }
+    if (message.intent !== undefined) {
+      obj.intent = message.intent;
+    }
+    if (message.confidence !== undefined) {
+      obj.confidence = floatToJson(message.confidence);
     }
     return obj;
   },
@@ -3704,6 +3743,8 @@ export const TurnStarted: MessageFns<TurnStarted> = {
   fromPartial<I extends Exact<DeepPartial<TurnStarted>, I>>(object: I): TurnStarted {
     const message = createBaseTurnStarted();
     message.turnId = object.turnId ?? "";
+    message.intent = object.intent ?? undefined;
+    message.confidence = object.confidence ?? undefined;
     return message;
   },
 };
