@@ -148,6 +148,8 @@ describe('ConversationService', () => {
     expect(Object.values(service).every((m) => !m.requestStream && !m.responseStream)).toBe(true);
     expect(methods.filter((m) => !(conversationMethods as readonly string[]).includes(m!))).toEqual([
       'submitMessage',
+      'updateConversation',
+      'submitFeedback',
       'putTool',
       'listTools',
       'putAgent',
@@ -172,6 +174,7 @@ describe('ConversationService', () => {
       ifBusy: IfBusy.ENQUEUE,
       actingUserId: 'u1',
       idempotencyKey: 'k1',
+      replaceFrom: 'm0',
     };
 
     const seen = service['SendMessage']?.requestDeserialize(

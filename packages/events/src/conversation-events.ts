@@ -1,5 +1,4 @@
 import type { EventData } from '@keel/core';
-import type { AgentIntent } from './model-events.js';
 import type { ChildApprovalRequested, ParentLink } from './sub-agent-events.js';
 
 /** Category of the conversation streams: `conversation-<conversationId>`. */
@@ -41,18 +40,8 @@ export interface AgentSnapshot {
   agentId: string;
   model: string;
   maxSteps: number;
-  /**
-   * The sampling temperature the turn's model calls use (the agent's own, else the tenant's
-   * default when the turn started); absent in turns started before it was recorded.
-   */
-  temperature?: number;
   /** The agent's phase machine, when it declares one (see the tool guard). */
   phases?: AgentPhases;
-  /**
-   * The agent's intent the turn's message matched (the event's `intent` names it), as it was
-   * defined when the turn started: it narrows the turn's tools and adds its guidance.
-   */
-  matchedIntent?: AgentIntent;
 }
 
 /** Phases an agent moves through: a successful result of `tool` in `from` (any when absent) moves to `to`. */
@@ -86,6 +75,8 @@ export type ConversationCreated = EventData<
     createdAt: string;
     /** A sub-agent call's child: the parent's call and chain (absent for a conversation a client created). */
     parent?: ParentLink;
+    /** The acting user who created it (API `userId`); absent in events recorded before it. */
+    userId?: string;
     /** The create request's Idempotency-Key (see AcceptedRequest); absent without one. */
     request?: AcceptedRequest;
   }
@@ -99,6 +90,11 @@ export type UserMessageAdded = EventData<
     turnId: string;
     content: string;
     at: string;
+    /**
+     * Edit/regenerate (API `replaceFrom`): the id of an earlier user message of the branch; the
+     * branch is cut just before it and this message follows. The log keeps the old branch.
+     */
+    replaceFrom?: string;
     /** The send request's Idempotency-Key (see AcceptedRequest); absent without one. */
     request?: AcceptedRequest;
   }
@@ -129,7 +125,14 @@ export type ActorRole = 'admin' | 'editor' | 'viewer';
  */
 export type TurnStarted = EventData<
   'TurnStarted',
-  { turnId: string; agent: AgentSnapshot; role: ActorRole; at: string } & TurnIntent
+  {
+    turnId: string;
+    agent: AgentSnapshot;
+    role: ActorRole;
+    at: string;
+    /** The user message this turn's message replaced (API `turn.started.replaceFrom`); absent when none. */
+    replaceFrom?: string;
+  } & TurnIntent
 >;
 
 /** The model finished one step (API `message.completed`, and `tool.call` per tool call). */
@@ -258,6 +261,43 @@ export type TurnCancelled = EventData<
   }
 >;
 
+/**
+ * The conversation's title or metadata changed (API `conversation.updated`): by `PATCH`, or by
+ * the agent's auto title (`auto`, once per conversation, after the turn `turnId`). Only the fields
+ * that changed are present; `metadata` replaces the whole map (`{}` clears it).
+ */
+export type ConversationUpdated = EventData<
+  'ConversationUpdated',
+  {
+    title?: string;
+    metadata?: Record<string, string>;
+    by: string;
+    /** Set on the auto title: the turn after which the title call ran. */
+    auto?: { turnId: string };
+    at: string;
+  }
+>;
+
+/** A rating of a message (API `POST …/messages/{messageId}/feedback`). */
+export type FeedbackRating = 'up' | 'down';
+
+/**
+ * A person rated a message; the latest rating per message counts. `previous` is the rating it
+ * replaces (so usage can move the count), `agentId` the conversation's agent (usage by agent).
+ */
+export type FeedbackGiven = EventData<
+  'FeedbackGiven',
+  {
+    messageId: string;
+    rating: FeedbackRating;
+    comment?: string;
+    previous?: FeedbackRating;
+    agentId: string;
+    by: string;
+    at: string;
+  }
+>;
+
 /** Every event of a conversation stream. */
 export type ConversationEvent =
   | ConversationCreated
@@ -275,7 +315,9 @@ export type ConversationEvent =
   | TurnCompleted
   | TurnFailed
   | TurnCancelled
-  | ChildApprovalRequested;
+  | ChildApprovalRequested
+  | ConversationUpdated
+  | FeedbackGiven;
 
 /** The event type names of a conversation stream. */
 export const CONVERSATION_EVENT_TYPES = [
@@ -295,6 +337,8 @@ export const CONVERSATION_EVENT_TYPES = [
   'TurnFailed',
   'TurnCancelled',
   'ChildApprovalRequested',
+  'ConversationUpdated',
+  'FeedbackGiven',
 ] as const satisfies ReadonlyArray<ConversationEvent['type']>;
 
 /** The turn an event belongs to, when its data names one (most conversation events do). */

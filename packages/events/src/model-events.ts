@@ -11,11 +11,6 @@ export interface TenantDefaults {
   maxSteps?: number;
 }
 
-/** The agent fields a tenant's defaults give, to an agent whose PUT left them out. */
-export const DEFAULTED_FIELDS = ['model', 'temperature', 'maxSteps'] as const;
-/** One of DEFAULTED_FIELDS. */
-export type DefaultedField = (typeof DEFAULTED_FIELDS)[number];
-
 /** Defaults were set; the fields given replace the stored ones, the others stay. */
 export type DefaultsConfigured = EventData<'DefaultsConfigured', { defaults: TenantDefaults; at: string }>;
 
@@ -47,6 +42,8 @@ export interface AgentOptions {
   fallbackModels?: string[];
   /** Explicit cache breakpoints after the stable prefix, where the provider has them. */
   promptCache?: boolean;
+  /** After the first turn, one short model call titles the conversation (API.md `autoTitle`). */
+  autoTitle?: boolean;
   context?: ContextPolicy;
   intents?: AgentIntent[];
   /** Agents offered as sub-agent tools `agent__<agentId>` (API.md "Sub-agents"). */

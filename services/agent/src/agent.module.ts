@@ -125,9 +125,11 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
     },
     {
       provide: ConversationIndexProjection,
-      inject: [KEEL_INFRA, CONVERSATION_INDEX],
-      useFactory: (infra: Infrastructure, index: ConversationIndex) =>
-        new ConversationIndexProjection(infra.bus, index),
+      inject: [KEEL_INFRA, CONVERSATION_INDEX, ConversationService],
+      useFactory: (infra: Infrastructure, index: ConversationIndex, conversations: ConversationService) =>
+        new ConversationIndexProjection(infra.bus, index, (tenantId, id) =>
+          conversations.indexEntry(tenantId, id),
+        ),
     },
     {
       provide: TurnBudgets,
@@ -146,26 +148,17 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
     },
     {
       provide: ConversationService,
-      inject: [
-        KEEL_INFRA,
-        TenantConfigService,
-        CONVERSATION_INDEX,
-        KEEL_LOGGER,
-        TurnBudgets,
-        DefaultsService,
-      ],
+      inject: [KEEL_INFRA, TenantConfigService, CONVERSATION_INDEX, KEEL_LOGGER, TurnBudgets],
       useFactory: (
         infra: Infrastructure,
         config: TenantConfigService,
         index: ConversationIndex,
         logger: KeelLogger,
         budgets: TurnBudgets,
-        defaults: DefaultsService,
       ) =>
         new ConversationService(infra.store, infra.bus, config, {
           index,
           budgets,
-          defaults,
           onIndexError: (error, { tenantId, conversationId }) =>
             logger.warn(
               { tenantId, conversationId, err: error },

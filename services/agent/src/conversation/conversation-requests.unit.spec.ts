@@ -110,7 +110,7 @@ describe('conversation requests with an Idempotency-Key', () => {
       );
     const firsts = [];
     for (let i = 0; i < 15; i++) firsts.push(await send(a, i));
-    const snapshot = await store.snapshots.load('acme', `conversation-${id}`, 'conversation-v4');
+    const snapshot = await store.snapshots.load('acme', `conversation-${id}`, 'conversation-v5');
     expect(snapshot?.version).toBeGreaterThan(1);
     const written = (await read(`conversation-${id}`)).length;
     for (const service of [instance(), instance()]) {

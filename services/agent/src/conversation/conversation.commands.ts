@@ -4,6 +4,7 @@ import type {
   AgentSnapshot,
   ChildApprovalRequested,
   EventError,
+  FeedbackRating,
   ModelUsage,
   ParentLink,
   TurnIntent,
@@ -35,6 +36,8 @@ export type ConversationCommand =
       agentId: string;
       title?: string;
       metadata?: Record<string, string>;
+      /** The acting user who creates it. */
+      userId?: string;
       /** A sub-agent call's child: the parent's call and chain. */
       parent?: ParentLink;
       /** The client request (Idempotency-Key) it came from: a retry of it gets the first answer. */
@@ -52,6 +55,8 @@ export type ConversationCommand =
       by: string;
       /** What the agent's intents classified `content` as (computed before `decide`), if any. */
       classified?: TurnIntent;
+      /** Edit/regenerate: the user message of the branch this one replaces (and all after it). */
+      replaceFrom?: string;
       /** The client request (Idempotency-Key) it came from: a retry of it gets the first turn. */
       request?: AcceptedRequest;
       at: string;
@@ -98,5 +103,29 @@ export type ConversationCommand =
       by: string;
       /** The client request (Idempotency-Key) it came from: a retry of it cancels nothing more. */
       request?: AcceptedRequest;
+      at: string;
+    }
+  | {
+      type: 'UpdateConversation';
+      title?: string;
+      /** Replaces the whole map; `{}` clears it. */
+      metadata?: Record<string, string>;
+      by: string;
+      at: string;
+    }
+  | {
+      type: 'GiveFeedback';
+      messageId: string;
+      rating: FeedbackRating;
+      comment?: string;
+      by: string;
+      at: string;
+    }
+  | {
+      type: 'RecordAutoTitle';
+      /** The turn after which the title call ran. */
+      turnId: string;
+      title: string;
+      usage: ModelUsage;
       at: string;
     };

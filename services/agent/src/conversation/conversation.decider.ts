@@ -1,7 +1,8 @@
 import type { Decider } from '@keel/core';
 import { ConflictError, NotFoundError, ValidationError, fold } from '@keel/core';
 import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
-import type { ConversationCommand } from './conversation.commands.js';
+import type { ConversationCommand, IfBusy } from './conversation.commands.js';
+import { MAX_TITLE_CHARS, checkMetadata, checkTitle } from './conversation-fields.js';
 import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
 import { acceptedRequest, affectedBy, evolve, initialConversation, intentOf } from './conversation.state.js';
 import { nextPhase } from '../guard/tool-guard.js';
@@ -104,7 +105,7 @@ const createConversation = (
     if (acceptedBefore(state, command.request, 'create')) return [];
     throw new ConversationConflictError('conversation already exists', { conversationId: state.id });
   }
-  const { conversationId, agentId, title, metadata, parent, request, at } = command;
+  const { conversationId, agentId, title, metadata, userId, parent, request, at } = command;
   return [
     {
       type: 'ConversationCreated',
@@ -112,6 +113,7 @@ const createConversation = (
         conversationId,
         agentId,
         createdAt: at,
+        ...(userId ? { userId } : {}),
         ...(parent ? { parent } : {}),
         ...(title ? { title } : {}),
         ...(metadata ? { metadata } : {}),
@@ -129,17 +131,42 @@ const requireContent = (content: string): void => {
   }
 };
 
+/**
+ * An edit/regenerate's `replaceFrom`: a user message of the current branch, and not for a queued
+ * turn (the branch it would cut is not known until that turn starts).
+ */
+const requireReplaceable = (state: Conversation, replaceFrom: string | undefined, ifBusy: IfBusy): void => {
+  if (replaceFrom === undefined) return;
+  const message = state.messages.find((m) => m.id === replaceFrom);
+  if (!message || message.role !== 'user') {
+    throw new ValidationError('replaceFrom must be the id of a user message of the conversation', {
+      field: 'replaceFrom',
+    });
+  }
+  if (state.turn && ifBusy === 'enqueue') {
+    throw new ValidationError('replaceFrom cannot be queued behind a running turn (ifBusy: enqueue)', {
+      field: 'replaceFrom',
+    });
+  }
+};
+
 const submitMessage = (command: CommandOf<'SubmitMessage'>, state: Conversation): ConversationEvent[] => {
   requireExists(state);
   if (acceptedBefore(state, command.request, 'message')) return [];
-  const { turnId, messageId, content, ifBusy, agent, role, by, request, at, classified } = command;
+  const { turnId, messageId, content, ifBusy, agent, role, by, request, at, classified, replaceFrom } =
+    command;
   requireContent(content);
+  requireReplaceable(state, replaceFrom, ifBusy);
+  const replacing = replaceFrom === undefined ? {} : { replaceFrom };
   const added: ConversationEvent = {
     type: 'UserMessageAdded',
-    data: { messageId, turnId, content, at, ...withRequest(request) },
+    data: { messageId, turnId, content, at, ...replacing, ...withRequest(request) },
   };
   const intent = intentOf(classified ?? {});
-  const started: ConversationEvent = { type: 'TurnStarted', data: { turnId, agent, role, at, ...intent } };
+  const started: ConversationEvent = {
+    type: 'TurnStarted',
+    data: { turnId, agent, role, at, ...intent, ...replacing },
+  };
   if (!state.turn) return [added, started];
   switch (ifBusy) {
     case 'reject':
@@ -364,6 +391,70 @@ const cancelCurrentTurn = (command: CommandOf<'CancelTurn'>, state: Conversation
   return [...cancelled, ...startNextQueued(state, command.at)];
 };
 
+/**
+ * PATCH: the title and/or metadata that differ from the conversation's (metadata replaces the
+ * whole map). Nothing given is refused naming `title`; nothing different appends nothing.
+ */
+const updateConversation = (
+  command: CommandOf<'UpdateConversation'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  requireExists(state);
+  const { title, metadata, by, at } = command;
+  if (title === undefined && metadata === undefined) {
+    throw new ValidationError('give title or metadata to change', { field: 'title' });
+  }
+  if (title !== undefined) checkTitle(title);
+  if (metadata !== undefined) checkMetadata(metadata);
+  const newTitle = title !== undefined && title !== state.title ? { title } : {};
+  const same =
+    JSON.stringify(sortedEntries(metadata)) === JSON.stringify(sortedEntries(state.metadata ?? {}));
+  const newMetadata = metadata !== undefined && !same ? { metadata: { ...metadata } } : {};
+  if (Object.keys(newTitle).length + Object.keys(newMetadata).length === 0) return [];
+  return [{ type: 'ConversationUpdated', data: { ...newTitle, ...newMetadata, by, at } }];
+};
+
+const sortedEntries = (map: Record<string, string> | undefined): Array<[string, string]> =>
+  Object.entries(map ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/** A rating of a message of the current branch; another message: not found. */
+const giveFeedback = (command: CommandOf<'GiveFeedback'>, state: Conversation): ConversationEvent[] => {
+  requireExists(state);
+  const { messageId, rating, comment, by, at } = command;
+  const message = state.messages.find((m) => m.id === messageId);
+  if (!message) throw new NotFoundError('message not found', { details: { messageId } });
+  const previous = message.feedback?.rating;
+  return [
+    {
+      type: 'FeedbackGiven',
+      data: {
+        messageId,
+        rating,
+        ...(comment ? { comment } : {}),
+        ...(previous ? { previous } : {}),
+        agentId: state.agentId,
+        by,
+        at,
+      },
+    },
+  ];
+};
+
+/**
+ * The auto title's call, recorded once per conversation: its usage (step 0, outside the turn's
+ * steps) and, unless a person titled the conversation meanwhile, the title. A second recording
+ * (a redelivered trigger on another instance) appends nothing.
+ */
+const recordAutoTitle = (command: CommandOf<'RecordAutoTitle'>, state: Conversation): ConversationEvent[] => {
+  requireExists(state);
+  if (state.autoTitledAfter !== undefined) return [];
+  const { turnId, usage, at } = command;
+  const title = command.title.trim().slice(0, MAX_TITLE_CHARS);
+  const used: ConversationEvent = { type: 'UsageRecorded', data: { turnId, step: 0, ...usage, at } };
+  if (state.title !== undefined || title === '') return [used];
+  return [{ type: 'ConversationUpdated', data: { title, by: 'system:agent', auto: { turnId }, at } }, used];
+};
+
 /** The conversation aggregate's decisions: pure, no I/O, ids and times come in the commands. */
 export const decide = (command: ConversationCommand, state: Conversation): ConversationEvent[] => {
   switch (command.type) {
@@ -383,6 +474,12 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
       return failTurn(command, state);
     case 'CancelTurn':
       return cancelCurrentTurn(command, state);
+    case 'UpdateConversation':
+      return updateConversation(command, state);
+    case 'GiveFeedback':
+      return giveFeedback(command, state);
+    case 'RecordAutoTitle':
+      return recordAutoTitle(command, state);
     default: {
       const unknown: never = command;
       throw new ValidationError(`unknown command ${String((unknown as { type: unknown }).type)}`);

@@ -3,22 +3,25 @@ import { ConcurrencyError, NotFoundError, asDecided, ownValue, streamName, uuidv
 import type {
   AcceptedRequest,
   AgentDefinition,
-  AgentSnapshot,
   ConversationEvent,
   EventError,
+  FeedbackRating,
   ParentLink,
-  TenantDefaults,
   TurnIntent,
 } from '@keel/events';
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import type { TurnBudgets } from '../budget/turn-budgets.js';
-import type { ConversationIndex, ConversationPage } from '../conversation-index/conversation-index.js';
+import type {
+  ConversationFilter,
+  ConversationIndex,
+  ConversationPage,
+  IndexedConversation,
+} from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from './conversation.commands.js';
 import { ConversationConflictError, conversationDecider } from './conversation.decider.js';
 import type { Conversation } from './conversation.state.js';
 import { acceptedRequest } from './conversation.state.js';
 import { classifyIntent } from '../turn/intents.js';
-import { withDefaults } from '../models/agent-defaults.js';
 import type { Entity } from '../turn/working-memory.js';
 import { entitiesOfConversation } from '../turn/working-memory.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
@@ -35,8 +38,12 @@ export interface ConversationView {
   createdAt: string;
   /** The title given at creation, if any. */
   title?: string;
-  /** The metadata given at creation, if any. */
+  /** The metadata given at creation or by PATCH since, if any. */
   metadata?: Record<string, string>;
+  /** The acting user who created it; absent when not recorded. */
+  userId?: string;
+  /** The agent phase it is in, when its agent has phases. */
+  phase?: string;
   /** A sub-agent's child conversation: the conversation whose tool call runs it. */
   parentConversationId?: string;
   messages: Conversation['messages'];
@@ -65,6 +72,8 @@ export interface ListedConversation {
   id: string;
   agentId: string;
   title?: string;
+  userId?: string;
+  metadata?: Record<string, string>;
   status: ConversationView['status'];
   createdAt: string;
 }
@@ -78,8 +87,6 @@ export interface ConversationServiceOptions {
   clock?: () => string;
   /** The tenants' monthly budgets: a new turn is admitted only within its tenant's budget. */
   budgets?: TurnBudgets;
-  /** The tenants' defaults (`PUT /v1/defaults`): a turn starts with those its agent takes. */
-  defaults?: { load(tenantId: string): Promise<TenantDefaults> };
 }
 
 /** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
@@ -107,26 +114,10 @@ class AlreadyAccepted extends Error {
   }
 }
 
-/**
- * The agent as the turn starts with it (API `turn.started`): the fields it takes from the
- * tenant's defaults as they are now, and the intent `content` matches, recorded with its
- * definition, so neither a later default nor an edit of the intents changes the running turn.
- */
-const turnStartOf = (
-  content: string,
-  agent: AgentDefinition,
-): { agent: AgentSnapshot; classified?: TurnIntent } => {
+/** The command's `classified`: the agent's intent `content` matches (API `turn.started`), if any. */
+const classifiedOf = (content: string, agent: AgentDefinition): { classified?: TurnIntent } => {
   const matched = classifyIntent(content, agent.options?.intents);
-  const snapshot: AgentSnapshot = {
-    agentId: agent.agentId,
-    model: agent.model,
-    maxSteps: agent.maxSteps,
-    temperature: agent.temperature,
-    ...(agent.phases ? { phases: agent.phases } : {}),
-    ...(matched ? { matchedIntent: matched.intent } : {}),
-  };
-  if (!matched) return { agent: snapshot };
-  return { agent: snapshot, classified: { intent: matched.intent.name, confidence: matched.confidence } };
+  return matched ? { classified: { intent: matched.intent.name, confidence: matched.confidence } } : {};
 };
 
 const sameRequestConflict = (): ConversationConflictError =>
@@ -150,7 +141,8 @@ export class ConversationService {
     this.handler = new CachingCommandHandler(store, conversationDecider, {
       // v3: the state counts its version and keeps the accepted requests (v2 snapshots lack them).
       // v4: the state keeps the metadata given at creation (v3 snapshots lack it).
-      snapshot: { name: 'conversation-v4', every: SNAPSHOT_EVERY },
+      // v5: the creator's userId, ratings on messages, the auto title's turn (v4 snapshots lack them).
+      snapshot: { name: 'conversation-v5', every: SNAPSHOT_EVERY },
     });
   }
 
@@ -174,6 +166,7 @@ export class ConversationService {
       agentId: input.agentId,
       ...(input.title ? { title: input.title } : {}),
       ...(input.metadata ? { metadata: input.metadata } : {}),
+      userId: ctx.userId,
       ...(input.child ? { parent: input.child.parent } : {}),
       ...(request ? { request } : {}),
       at,
@@ -182,6 +175,9 @@ export class ConversationService {
       agentId: input.agentId,
       ...(input.title ? { title: input.title } : {}),
       createdAt: result.state.createdAt,
+      ...(result.state.userId ? { userId: result.state.userId } : {}),
+      ...(result.state.metadata ? { metadata: result.state.metadata } : {}),
+      status: 'idle',
     });
     return {
       id: conversationId,
@@ -200,15 +196,14 @@ export class ConversationService {
   async send(
     ctx: CallContext,
     conversationId: string,
-    input: { content: string; ifBusy?: IfBusy },
+    input: { content: string; ifBusy?: IfBusy; replaceFrom?: string },
     request?: AcceptedRequest,
   ): Promise<{ turnId: string; version: number }> {
     const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
     if (state.status === 'new') throw new NotFoundError('conversation not found');
     const replayed = request && this.acceptedTurn(state, request);
     if (replayed) return replayed;
-    const defaults = (await this.options.defaults?.load(ctx.tenantId)) ?? {};
-    const agent = withDefaults(await this.agent(ctx.tenantId, state.agentId), defaults);
+    const agent = await this.agent(ctx.tenantId, state.agentId);
     const turnId = uuidv7();
     const command: Extract<ConversationCommand, { type: 'SubmitMessage' }> = {
       type: 'SubmitMessage',
@@ -216,9 +211,16 @@ export class ConversationService {
       messageId: uuidv7(),
       content: input.content,
       ifBusy: input.ifBusy ?? 'reject',
-      ...turnStartOf(input.content, agent),
+      agent: {
+        agentId: agent.agentId,
+        model: agent.model,
+        maxSteps: agent.maxSteps,
+        ...(agent.phases ? { phases: agent.phases } : {}),
+      },
       role: ctx.role,
       by: ctx.userId,
+      ...(input.replaceFrom ? { replaceFrom: input.replaceFrom } : {}),
+      ...classifiedOf(input.content, agent),
       ...(request ? { request } : {}),
       at: this.clock(),
     };
@@ -298,6 +300,8 @@ export class ConversationService {
       createdAt: state.createdAt,
       ...(state.title ? { title: state.title } : {}),
       ...(state.metadata ? { metadata: state.metadata } : {}),
+      ...(state.userId ? { userId: state.userId } : {}),
+      ...(await this.phaseOf(tenantId, state)),
       ...(state.parent ? { parentConversationId: state.parent.conversationId } : {}),
       messages: state.messages,
       pendingApprovals: state.pendingApprovals.map(({ approvalId, toolCallId, tool, args, requestedAt }) => ({
@@ -332,9 +336,10 @@ export class ConversationService {
   async list(
     tenantId: string,
     page: { limit?: number; cursor?: string } = {},
+    filter: ConversationFilter = {},
   ): Promise<{ conversations: ListedConversation[]; nextCursor?: string }> {
     const found: ConversationPage = this.options.index
-      ? await this.options.index.list(tenantId, page)
+      ? await this.options.index.list(tenantId, page, filter)
       : { conversations: [] };
     const conversations = await Promise.all(
       found.conversations.map(async (entry): Promise<ListedConversation> => {
@@ -343,12 +348,69 @@ export class ConversationService {
           id: entry.conversationId,
           agentId: entry.agentId,
           ...(entry.title ? { title: entry.title } : {}),
+          ...(entry.userId ? { userId: entry.userId } : {}),
+          ...(entry.metadata ? { metadata: entry.metadata } : {}),
           status: state.status === 'new' ? 'idle' : state.status,
           createdAt: entry.createdAt,
         };
       }),
     );
     return { conversations, ...(found.nextCursor ? { nextCursor: found.nextCursor } : {}) };
+  }
+
+  /**
+   * PATCH: sets the title and/or replaces the metadata (`conversation.updated`), then answers the
+   * conversation. A bad field is refused naming it, nothing written; no change appends nothing.
+   */
+  async update(
+    ctx: CallContext,
+    conversationId: string,
+    input: { title?: string; metadata?: Record<string, string> },
+  ): Promise<ConversationView> {
+    await this.run(ctx, conversationId, {
+      type: 'UpdateConversation',
+      ...input,
+      by: ctx.userId,
+      at: this.clock(),
+    });
+    return this.get(ctx.tenantId, conversationId);
+  }
+
+  /** Rates a message of the conversation's current branch; an unknown message: not found. */
+  async feedback(
+    ctx: CallContext,
+    conversationId: string,
+    input: { messageId: string; rating: FeedbackRating; comment?: string },
+  ): Promise<{ messageId: string; rating: FeedbackRating }> {
+    await this.run(ctx, conversationId, { type: 'GiveFeedback', ...input, by: ctx.userId, at: this.clock() });
+    return { messageId: input.messageId, rating: input.rating };
+  }
+
+  /** The conversation as the index keeps it, at its version (the index projection's loader). */
+  async indexEntry(
+    tenantId: string,
+    conversationId: string,
+  ): Promise<(IndexedConversation & { version: number }) | undefined> {
+    const { state, version } = await this.handler.load(tenantId, this.stream(conversationId));
+    if (state.status === 'new') return undefined;
+    return {
+      tenantId,
+      conversationId,
+      agentId: state.agentId,
+      ...(state.title ? { title: state.title } : {}),
+      createdAt: state.createdAt,
+      ...(state.userId ? { userId: state.userId } : {}),
+      ...(state.metadata ? { metadata: state.metadata } : {}),
+      status: state.status,
+      version,
+    };
+  }
+
+  /** The phase a conversation is in, when its agent has phases (the initial one until a change). */
+  private async phaseOf(tenantId: string, state: Conversation): Promise<{ phase?: string }> {
+    if (state.phase !== undefined) return { phase: state.phase };
+    const agent = ownValue((await this.config.load(tenantId)).agents, state.agentId);
+    return agent?.phases ? { phase: agent.phases.initial } : {};
   }
 
   /** Runs a command against a conversation stream with the call's metadata on every event. */
@@ -436,7 +498,7 @@ export class ConversationService {
   private async index(
     tenantId: string,
     conversationId: string,
-    entry: { agentId: string; title?: string; createdAt: string },
+    entry: Omit<IndexedConversation, 'tenantId' | 'conversationId'>,
   ): Promise<void> {
     const { index, onIndexError } = this.options;
     if (!index) return;

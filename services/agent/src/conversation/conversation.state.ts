@@ -2,6 +2,7 @@ import type {
   ActorRole,
   AgentSnapshot,
   ConversationEvent,
+  FeedbackRating,
   ParentLink,
   ToolCallRequest,
   TurnIntent,
@@ -16,6 +17,8 @@ export interface ConversationMessage {
   toolCallId?: string;
   /** For tool messages: whether the tool succeeded, and its full result or error. */
   ok?: boolean;
+  /** The latest rating given to it (API `POST …/feedback`). */
+  feedback?: { rating: FeedbackRating; comment?: string };
 }
 
 /** A tool call of the running turn and where it stands. */
@@ -49,8 +52,8 @@ export interface PendingApproval {
   requestedAt: string;
 }
 
-/** The running turn; `intent`/`confidence` as its TurnStarted recorded them (the worker narrows by them). */
-export interface CurrentTurn extends TurnIntent {
+/** The running turn. */
+export interface CurrentTurn {
   turnId: string;
   agent: AgentSnapshot;
   /** Role of the key whose message started the turn. */
@@ -77,10 +80,15 @@ export interface Conversation {
   status: 'new' | 'idle' | 'running' | 'awaiting_approval' | 'failed';
   createdAt: string;
   title?: string;
-  /** The string metadata given at creation. */
+  /** The string metadata given at creation, as PATCH replaced it since. */
   metadata?: Record<string, string>;
+  /** The acting user who created it; absent for conversations created before it was kept. */
+  userId?: string;
   /** A sub-agent call's child: the parent's call and the chain above it. */
   parent?: ParentLink;
+  /** The turn after which the auto title call was recorded: set once, never again. */
+  autoTitledAfter?: string;
+  /** The current branch: a message with `replaceFrom` cut what followed (the log keeps it). */
   messages: ConversationMessage[];
   /**
    * The prompt fill of the last model call (its prompt tokens as the provider reported them);
@@ -202,13 +210,14 @@ const updateCall = (turn: CurrentTurn, toolCallId: string, change: Partial<TurnT
 type EventOf<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
 
 const conversationCreated = (state: Conversation, { data }: EventOf<'ConversationCreated'>): Conversation => {
-  const { conversationId, agentId, title, metadata, parent, createdAt } = data;
+  const { conversationId, agentId, title, metadata, createdAt, userId, parent } = data;
   return {
     ...state,
     id: conversationId,
     agentId,
     createdAt,
     status: 'idle',
+    ...(userId ? { userId } : {}),
     ...(parent ? { parent } : {}),
     ...(title ? { title } : {}),
     ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
@@ -221,7 +230,37 @@ const userMessageAdded = (state: Conversation, { data }: EventOf<'UserMessageAdd
   if (state.turn && state.turn.turnId !== data.turnId) {
     return { ...state, heldMessages: [...state.heldMessages, { turnId: data.turnId, message }] };
   }
-  return { ...state, messages: [...state.messages, message] };
+  return { ...state, messages: [...branchBefore(state.messages, data.replaceFrom), message] };
+};
+
+/**
+ * The branch a message continues: all of it, or, when it replaces `replaceFrom` (edit or
+ * regenerate), the messages before that one. The decider admits only a user message of the branch.
+ */
+export const branchBefore = (
+  messages: ConversationMessage[],
+  replaceFrom: string | undefined,
+): ConversationMessage[] => {
+  if (replaceFrom === undefined) return messages;
+  const at = messages.findIndex((m) => m.id === replaceFrom);
+  return at < 0 ? messages : messages.slice(0, at);
+};
+
+const conversationUpdated = (state: Conversation, { data }: EventOf<'ConversationUpdated'>): Conversation => {
+  const { title, metadata } = data;
+  const { metadata: _old, ...rest } = state;
+  const next =
+    metadata === undefined ? state : Object.keys(metadata).length > 0 ? { ...rest, metadata } : rest;
+  return title === undefined ? next : { ...next, title };
+};
+
+const feedbackGiven = (state: Conversation, { data }: EventOf<'FeedbackGiven'>): Conversation => {
+  const { messageId, rating, comment } = data;
+  const feedback = { rating, ...(comment ? { comment } : {}) };
+  return {
+    ...state,
+    messages: state.messages.map((m) => (m.id === messageId ? { ...m, feedback } : m)),
+  };
 };
 
 const turnQueued = (state: Conversation, { data }: EventOf<'TurnQueued'>): Conversation => {
@@ -240,7 +279,7 @@ const turnStarted = (state: Conversation, { data }: EventOf<'TurnStarted'>): Con
       queued: state.queued.filter((q) => q.turnId !== turnId),
       heldMessages: state.heldMessages.filter((h) => h.turnId !== turnId),
     },
-    { turnId, agent: data.agent, role: data.role, step: 0, toolCalls: [], ...intentOf(data) },
+    { turnId, agent: data.agent, role: data.role, step: 0, toolCalls: [] },
   );
 };
 
@@ -259,9 +298,10 @@ const assistantMessageCompleted = (
   return state.turn ? withTurn(next, { ...state.turn, step }) : next;
 };
 
+/** Usage of a model call; step 0 is the auto title's call, outside any turn's context. */
 const usageRecorded = (state: Conversation, { data }: EventOf<'UsageRecorded'>): Conversation => ({
   ...state,
-  contextTokens: data.promptTokens,
+  ...(data.step === 0 ? { autoTitledAfter: data.turnId } : { contextTokens: data.promptTokens }),
   usage: {
     promptTokens: state.usage.promptTokens + data.promptTokens,
     completionTokens: state.usage.completionTokens + data.completionTokens,
@@ -371,6 +411,10 @@ const evolveEvent = (state: Conversation, event: ConversationEvent): Conversatio
       return turnEnded(state, 'failed');
     case 'TurnCancelled':
       return turnCancelled(state, event);
+    case 'ConversationUpdated':
+      return conversationUpdated(state, event);
+    case 'FeedbackGiven':
+      return feedbackGiven(state, event);
     default: {
       // An event this version does not know (a newer writer's) changes nothing it can read.
       const _unknown: never = event;

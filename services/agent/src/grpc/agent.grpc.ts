@@ -22,8 +22,10 @@ import type {
   PutToolResponse,
   RotateWebhookSecretRequest,
   RotateWebhookSecretResponse,
+  SubmitFeedbackRequest,
   SubmitMessageRequest,
   SubmitMessageResponse,
+  UpdateConversationRequest,
 } from '@keel/proto/keel/agent/v1/agent';
 import { AgentServiceControllerMethods } from '@keel/proto/keel/agent/v1/agent';
 import type {
@@ -32,6 +34,8 @@ import type {
   DecideApprovalResponse,
   GetConversationResponse,
   ListConversationsResponse,
+  SubmitFeedbackResponse,
+  UpdateConversationResponse,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
 import type { KeelLogger } from '@keel/runtime';
@@ -39,8 +43,6 @@ import { KEEL_LOGGER, SecretBox, toRpcException } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
 import { MAX_PAGE_SIZE } from '../conversation-index/conversation-index.js';
 import type { CallContext } from '../call-context.js';
-import { DefaultsService } from '../models/defaults.service.js';
-import { withDefaults } from '../models/agent-defaults.js';
 import { ConversationService } from '../conversation/conversation.service.js';
 import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import {
@@ -50,7 +52,10 @@ import {
   conversationMessage,
   decisionMessage,
   decisionOf,
+  MAX_FEEDBACK_COMMENT_CHARS,
   ifBusyOf,
+  listFilterOf,
+  ratingOf,
   summaryMessage,
   toolDefinitionOf,
   toolMessage,
@@ -78,7 +83,6 @@ export class AgentController implements AgentServiceController {
     @Inject(SecretBox) private readonly secrets: SecretBox,
     @Inject(TOOL_CATALOG) private readonly catalog: AjvToolCatalog,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
-    @Inject(DefaultsService) private readonly defaults: DefaultsService,
   ) {}
 
   createConversation(request: CreateConversationRequest): Promise<CreateConversationResponse> {
@@ -105,6 +109,7 @@ export class AgentController implements AgentServiceController {
           status: ConversationStatus.IDLE,
           createdAt: created.createdAt,
           metadata,
+          userId: ctx.userId,
         },
       };
     });
@@ -125,7 +130,11 @@ export class AgentController implements AgentServiceController {
       // The proto caps a larger page size rather than refusing it; 0 means the default.
       const limit = Math.min(input?.limit ?? 0, MAX_PAGE_SIZE);
       const cursor = input?.cursor ?? '';
-      const page = await this.conversations.list(ctx.tenantId, { limit, ...(cursor ? { cursor } : {}) });
+      const page = await this.conversations.list(
+        ctx.tenantId,
+        { limit, ...(cursor ? { cursor } : {}) },
+        listFilterOf(input),
+      );
       return { data: page.conversations.map(summaryMessage), nextCursor: page.nextCursor ?? '' };
     });
   }
@@ -134,7 +143,12 @@ export class AgentController implements AgentServiceController {
     return this.call('SubmitMessage', request.context, EDITOR, async (ctx) => {
       const input = request.request;
       const conversationId = required(input?.conversationId, 'request.conversationId');
-      const fields = { content: input?.content ?? '', ifBusy: ifBusyOf(input?.ifBusy) };
+      const replaceFrom = input?.replaceFrom ?? '';
+      const fields = {
+        content: input?.content ?? '',
+        ifBusy: ifBusyOf(input?.ifBusy),
+        ...(replaceFrom ? { replaceFrom } : {}),
+      };
       const { turnId, version } = await this.conversations.send(
         ctx,
         conversationId,
@@ -178,6 +192,38 @@ export class AgentController implements AgentServiceController {
     });
   }
 
+  updateConversation(request: UpdateConversationRequest): Promise<UpdateConversationResponse> {
+    return this.call('UpdateConversation', request.context, EDITOR, async (ctx) => {
+      const input = request.request;
+      const conversationId = required(input?.conversationId, 'request.conversationId');
+      const view = await this.conversations.update(ctx, conversationId, {
+        ...(input?.title === undefined ? {} : { title: input.title }),
+        ...(input?.replaceMetadata ? { metadata: { ...input.metadata } } : {}),
+      });
+      return { conversation: conversationMessage(view) };
+    });
+  }
+
+  submitFeedback(request: SubmitFeedbackRequest): Promise<SubmitFeedbackResponse> {
+    return this.call('SubmitFeedback', request.context, EDITOR, async (ctx) => {
+      const input = request.request;
+      const conversationId = required(input?.conversationId, 'request.conversationId');
+      const messageId = required(input?.messageId, 'request.messageId');
+      const rating = ratingOf(input?.rating);
+      const comment = input?.comment ?? '';
+      if (comment.length > MAX_FEEDBACK_COMMENT_CHARS) {
+        throw new ValidationError(`comment is over ${MAX_FEEDBACK_COMMENT_CHARS} characters`, {
+          field: 'comment',
+        });
+      }
+      return this.conversations.feedback(ctx, conversationId, {
+        messageId,
+        rating,
+        ...(comment ? { comment } : {}),
+      });
+    });
+  }
+
   putTool(request: PutToolRequest): Promise<PutToolResponse> {
     return this.call('PutTool', request.context, ADMIN, async (ctx) => {
       if (!request.tool) throw requiredField('tool');
@@ -202,8 +248,7 @@ export class AgentController implements AgentServiceController {
       if (!request.agent) throw requiredField('agent');
       const agent = agentDefinitionOf(request.agent);
       const state = await this.config.apply(ctx, { type: 'PutAgent', agent, at: now() });
-      const defaults = await this.defaults.load(ctx.tenantId);
-      return { agent: agentMessage(withDefaults(ownValue(state.agents, agent.agentId) ?? agent, defaults)) };
+      return { agent: agentMessage(ownValue(state.agents, agent.agentId) ?? agent) };
     });
   }
 
@@ -212,7 +257,7 @@ export class AgentController implements AgentServiceController {
       const agentId = required(request.agentId, 'agentId');
       const agent = ownValue((await this.config.load(ctx.tenantId)).agents, agentId);
       if (!agent) throw new NotFoundError(`agent ${agentId} not found`);
-      return { agent: agentMessage(withDefaults(agent, await this.defaults.load(ctx.tenantId))) };
+      return { agent: agentMessage(agent) };
     });
   }
 
@@ -220,8 +265,7 @@ export class AgentController implements AgentServiceController {
     return this.call('ListAgents', request.context, ADMIN, async (ctx) => {
       const { agents } = await this.config.load(ctx.tenantId);
       const sorted = Object.values(agents).sort((a, b) => a.agentId.localeCompare(b.agentId));
-      const defaults = await this.defaults.load(ctx.tenantId);
-      return { data: sorted.map((agent) => agentMessage(withDefaults(agent, defaults))) };
+      return { data: sorted.map(agentMessage) };
     });
   }
 

@@ -12,14 +12,17 @@ import {
   Decision,
   IfBusy,
   MessageRole,
+  conversationStatusFromJSON,
   decisionFromJSON,
   ifBusyFromJSON,
 } from '@keel/proto/keel/conversations/v1/conversations';
+import type { ListConversationsRequest } from '@keel/proto/keel/conversations/v1/conversations';
+import type { FeedbackRating } from '@keel/events';
+import type { ConversationFilter } from '../conversation-index/conversation-index.js';
 import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.commands.js';
 import type { ConversationView, ListedConversation } from '../conversation/conversation.service.js';
 import type { BuiltinToolInfo } from '../turn/tool-catalog.js';
 import { agentOptionsOf } from '../models/agent-options.js';
-import { defaultedFieldsOf } from '../models/agent-defaults.js';
 import { checkMemory } from '../turn/working-memory.js';
 
 /** Deepest JSON a tool schema or an agent's phases may nest (the gateway checks the same). */
@@ -47,15 +50,39 @@ const ROLE: Record<ConversationView['messages'][number]['role'], MessageRole> = 
 /** JSON text of a value the model or a tool produced (an unparsable model argument stays a JSON string). */
 const jsonText = (value: unknown): string => JSON.stringify(value ?? null);
 
-/** A conversation as ListConversations answers it (the index keeps no metadata). */
+/** A conversation as ListConversations answers it. */
 export const summaryMessage = (listed: ListedConversation): ConversationSummary => ({
   id: listed.id,
   agentId: listed.agentId,
   title: listed.title ?? '',
   status: STATUS[listed.status],
   createdAt: listed.createdAt,
-  metadata: {},
+  metadata: { ...listed.metadata },
+  userId: listed.userId ?? '',
 });
+
+/** Longest feedback comment (characters). */
+export const MAX_FEEDBACK_COMMENT_CHARS = 2000;
+
+/** A rating word; anything else: INVALID_ARGUMENT naming `rating`. */
+export const ratingOf = (value: string | undefined): FeedbackRating => {
+  if (value === 'up' || value === 'down') return value;
+  throw new ValidationError('rating must be up or down', { field: 'rating' });
+};
+
+/** The list filter of a ListConversations request (empty fields: no filter). */
+export const listFilterOf = (input: ListConversationsRequest | undefined): ConversationFilter => {
+  const status =
+    input?.status === undefined ? ConversationStatus.UNSPECIFIED : conversationStatusFromJSON(input.status);
+  const word = Object.entries(STATUS).find(([, value]) => value === status)?.[0];
+  const metadata = input?.metadata ?? {};
+  return {
+    ...(input?.agentId ? { agentId: input.agentId } : {}),
+    ...(input?.userId ? { userId: input.userId } : {}),
+    ...(word ? { status: word } : {}),
+    ...(Object.keys(metadata).length > 0 ? { metadata: { ...metadata } } : {}),
+  };
+};
 
 /** The conversation as GetConversation answers it. */
 export const conversationMessage = (view: ConversationView): ConversationMessage => ({
@@ -66,6 +93,8 @@ export const conversationMessage = (view: ConversationView): ConversationMessage
   version: view.version,
   createdAt: view.createdAt,
   metadata: { ...view.metadata },
+  userId: view.userId ?? '',
+  ...(view.phase === undefined ? {} : { phase: view.phase }),
   messages: view.messages.map((m): Message => ({
     id: m.id,
     role: ROLE[m.role],
@@ -76,6 +105,7 @@ export const conversationMessage = (view: ConversationView): ConversationMessage
       argsJson: jsonText(c.args),
     })),
     ...(m.toolCallId === undefined ? {} : { toolCallId: m.toolCallId }),
+    ...(m.feedback === undefined ? {} : { feedback: { ...m.feedback } }),
   })),
   pendingApprovals: view.pendingApprovals.map((a) => ({
     approvalId: a.approvalId,
@@ -268,9 +298,6 @@ const phasesOf = (text: string): AgentPhases | undefined => {
 /** The agent definition PutAgent stores, API defaults filled in (the decider checks the rest). */
 export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
   const phases = phasesOf(agent.phasesJson);
-  const defaulted = defaultedFieldsOf(agent.fromDefaults ?? []);
-  // The agent's own temperature: one it takes from the defaults may meet any model.
-  const ownTemperature = defaulted.fromDefaults?.includes('temperature') ? undefined : agent.temperature;
   return {
     agentId: agent.agentId,
     model: agent.model,
@@ -280,8 +307,7 @@ export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
     temperature: agent.temperature,
     toolResultMaxChars: agent.toolResultMaxChars || DEFAULT_TOOL_RESULT_MAX_CHARS,
     ...(phases ? { phases } : {}),
-    ...agentOptionsOf(agent.model, agent.optionsJson, agent.tools, ownTemperature),
-    ...defaulted,
+    ...agentOptionsOf(agent.model, agent.optionsJson, agent.tools),
   };
 };
 
@@ -296,5 +322,4 @@ export const agentMessage = (agent: AgentDefinition): AgentMessage => ({
   toolResultMaxChars: agent.toolResultMaxChars,
   phasesJson: agent.phases ? JSON.stringify(agent.phases) : '',
   optionsJson: agent.options ? JSON.stringify(agent.options) : '',
-  fromDefaults: [...(agent.fromDefaults ?? [])],
 });

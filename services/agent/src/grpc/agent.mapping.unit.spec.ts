@@ -134,7 +134,6 @@ describe('configuration requests', () => {
       toolResultMaxChars: 0,
       phasesJson: '{"initial":"triage","transitions":[{"tool":"lookup","to":"answer"}]}',
       optionsJson: '',
-      fromDefaults: [] as string[],
     };
     expect(agentDefinitionOf(agent)).toEqual({
       agentId: 'a1',
@@ -147,14 +146,6 @@ describe('configuration requests', () => {
       phases: { initial: 'triage', transitions: [{ tool: 'lookup', to: 'answer' }] },
     });
     expect(agentDefinitionOf({ ...agent, phasesJson: '' }).phases).toBeUndefined();
-    // The fields the PUT left out, kept in a fixed order; another name is refused.
-    expect(agentDefinitionOf({ ...agent, fromDefaults: ['maxSteps', 'model'] }).fromDefaults).toEqual([
-      'model',
-      'maxSteps',
-    ]);
-    expect(fieldOf(() => agentDefinitionOf({ ...agent, fromDefaults: ['colour'] }))).toBe(
-      'agent.fromDefaults[0]',
-    );
     expect(
       fieldOf(() => agentDefinitionOf({ ...agent, phasesJson: '{"initial":"x","transitions":[{"to":1}]}' })),
     ).toBe('agent.phasesJson');
@@ -201,6 +192,7 @@ describe('conversationMessage', () => {
       title: '',
       status: ConversationStatus.AWAITING_APPROVAL,
       version: 7,
+      userId: '',
       createdAt: '2026-01-01T00:00:00.000Z',
       metadata: {},
       messages: [

@@ -24,6 +24,7 @@ import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import type { CallContext } from '../call-context.js';
 import type { ConversationService } from '../conversation/conversation.service.js';
 import type { TenantConfigService } from '../tenant-config/tenant-config.service.js';
+import { AutoTitler } from './auto-title.js';
 import type { TurnMetrics } from './turn-metrics.js';
 import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
 import type { ResolvedTool, ToolCatalog } from './tool-catalog.js';
@@ -85,10 +86,16 @@ export class TurnWorker {
 
   private readonly metrics: TurnMetrics;
   private readonly timings: TurnTimings;
+  private readonly titler: AutoTitler;
 
   constructor(private readonly deps: TurnWorkerDeps) {
     this.metrics = deps.metrics ?? NO_TURN_METRICS;
     this.timings = new TurnTimings(this.metrics);
+    this.titler = new AutoTitler({
+      ...deps,
+      credentials: async (tenantId, model) =>
+        this.credentials(await deps.config.load(tenantId), tenantId, model),
+    });
   }
 
   async start(): Promise<void> {
@@ -139,6 +146,9 @@ export class TurnWorker {
     const { event } = delivery;
     // Counted once per event: a redelivered one was seen already.
     if (delivery.deliveryCount === 1 && delivery.replayOf === undefined) this.timings.observe(event);
+    // An agent's autoTitle: the title call after a completed turn, a step of its own.
+    if (event.type === 'TurnCompleted')
+      return this.titler.onTurnCompleted(event, systemContext(event, 'agent'));
     if (!isStepTrigger(event)) return;
     const { store, conversations } = this.deps;
     // One view of the stream: the state as loaded, and the events after this trigger up to it.
@@ -174,7 +184,7 @@ export class TurnWorker {
       await this.fail(ctx, conversationId, turn, 'agent_not_found', message);
       return;
     }
-    const intent = turnIntent(agent, turn);
+    const intent = turnIntent(agent, state);
     const offered = [
       ...resolveTools(agent.tools, tenant, this.deps.catalog),
       ...subAgentTools(agent, tenant.agents),
@@ -222,9 +232,9 @@ export class TurnWorker {
       const output = await this.deps.modelStep({
         model,
         credentials: this.credentials(tenant, tenantId, model),
-        messages: promptOf(agent, tools, state, tenant, turnIntent(agent, turn)),
+        messages: promptOf(agent, tools, state, tenant, turnIntent(agent, state)),
         tools,
-        temperature: turn.agent.temperature ?? agent.temperature,
+        temperature: agent.temperature,
         ...modelOptionsOf(agent, (fallback) => this.credentials(tenant, tenantId, fallback)),
         signal: controller.signal,
         onDelta: (text) => {

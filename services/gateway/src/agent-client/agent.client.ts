@@ -15,7 +15,9 @@ import {
   PutProviderRequest,
   PutToolRequest,
   RotateWebhookSecretRequest,
+  SubmitFeedbackRequest,
   SubmitMessageRequest,
+  UpdateConversationRequest,
 } from '@keel/proto/keel/agent/v1/agent';
 import type { Actor } from '@keel/proto/keel/events/v1/envelope';
 import type { RequestMessages, RpcRequest, RpcResponse } from '@keel/runtime';
@@ -68,6 +70,8 @@ const REQUESTS: RequestMessages<AgentService> = {
   submitMessage: SubmitMessageRequest,
   decideApproval: DecideApprovalRequest,
   cancelTurn: CancelTurnRequest,
+  updateConversation: UpdateConversationRequest,
+  submitFeedback: SubmitFeedbackRequest,
   putTool: PutToolRequest,
   listTools: ListToolsRequest,
   putAgent: PutAgentRequest,

@@ -31,6 +31,7 @@ export interface AgentView {
   providerOptions?: unknown;
   fallbackModels?: string[];
   promptCache?: boolean;
+  autoTitle?: boolean;
   context?: unknown;
 }
 

@@ -13,6 +13,8 @@ export interface CreateConversationFields {
 export interface SendMessageFields {
   content: string;
   ifBusy: 'IF_BUSY_REJECT' | 'IF_BUSY_ENQUEUE' | 'IF_BUSY_INTERRUPT';
+  /** Edit/regenerate: the user message this one replaces (API `replaceFrom`); absent: none. */
+  replaceFrom?: string;
 }
 
 /** keel.conversations.v1.DecideApprovalRequest's fields the body sets (enums by name). */
@@ -71,11 +73,17 @@ export const parseMetadata = (value: unknown): Record<string, string> => {
 
 /** Checks `{ content, ifBusy? }`. */
 export const parseSendMessage = (body: unknown): SendMessageFields => {
-  const object = objectWith(body, ['content', 'ifBusy']);
+  const object = objectWith(body, ['content', 'ifBusy', 'replaceFrom']);
   const content = requiredString(object.content, 'content', MAX_CONTENT_CHARS);
   const ifBusy =
     optionalWord(object.ifBusy, 'ifBusy', ['reject', 'enqueue', 'interrupt'] as const) ?? 'reject';
-  return { content, ifBusy: IF_BUSY[ifBusy] };
+  const replaceFrom = optionalString(object.replaceFrom, 'replaceFrom', 64);
+  if (replaceFrom === '') fail('replaceFrom', 'replaceFrom must be a message id');
+  return {
+    content,
+    ifBusy: IF_BUSY[ifBusy],
+    ...(replaceFrom ? { replaceFrom } : {}),
+  };
 };
 
 /** Checks `{ decision, reason? }`. */

@@ -12,6 +12,9 @@ export interface ConversationListItem {
   id: string;
   agentId: string;
   title?: string;
+  metadata?: Record<string, string>;
+  /** The acting user who created it. */
+  userId?: string;
   status?: string;
   createdAt: string;
 }
@@ -25,14 +28,20 @@ export interface ConversationView {
   createdAt: string;
   /** Given at creation; absent when none was. */
   title?: string;
-  /** Given at creation; absent when none was. */
+  /** Given at creation or by PATCH; absent when none. */
   metadata?: Record<string, string>;
+  /** The acting user who created it; absent when not recorded. */
+  userId?: string;
+  /** The agent phase it is in, when its agent has phases. */
+  phase?: string;
   messages: Array<{
     id: string;
     role: string;
     content: string;
     toolCalls?: Array<{ id: string; name: string; args: unknown }>;
     toolCallId?: string;
+    /** The latest rating given to the message. */
+    feedback?: { rating: string; comment?: string };
   }>;
   pendingApprovals: Array<{
     approvalId: string;
@@ -88,11 +97,23 @@ export const conversationListView = (
     id: summary.id,
     agentId: summary.agentId,
     ...(summary.title ? { title: summary.title } : {}),
+    ...(summary.metadata && Object.keys(summary.metadata).length > 0
+      ? { metadata: { ...summary.metadata } }
+      : {}),
+    ...(summary.userId ? { userId: summary.userId } : {}),
     ...(summary.status !== ConversationStatus.UNSPECIFIED ? { status: statusWord(summary.status) } : {}),
     createdAt: summary.createdAt,
   })),
   nextCursor: list.nextCursor ? list.nextCursor : null,
 });
+
+/** A message's latest rating as GET shows it; nothing when it has none. */
+const feedbackView = (
+  feedback: { rating: string; comment?: string } | undefined,
+): { feedback?: { rating: string; comment?: string } } =>
+  feedback
+    ? { feedback: { rating: feedback.rating, ...(feedback.comment ? { comment: feedback.comment } : {}) } }
+    : {};
 
 /** The conversation state with statuses and roles as the API's lowercase words and args as JSON. */
 export const conversationView = (conversation: Conversation): ConversationView => ({
@@ -105,6 +126,8 @@ export const conversationView = (conversation: Conversation): ConversationView =
   ...(conversation.metadata && Object.keys(conversation.metadata).length > 0
     ? { metadata: { ...conversation.metadata } }
     : {}),
+  ...(conversation.userId ? { userId: conversation.userId } : {}),
+  ...(conversation.phase === undefined ? {} : { phase: conversation.phase }),
   messages: (conversation.messages ?? []).map((message) => ({
     id: message.id,
     role: wordOf(MessageRole, message.role),
@@ -119,6 +142,7 @@ export const conversationView = (conversation: Conversation): ConversationView =
         }
       : {}),
     ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
+    ...feedbackView(message.feedback),
   })),
   pendingApprovals: (conversation.pendingApprovals ?? []).map((approval) => ({
     approvalId: approval.approvalId,

@@ -12,7 +12,10 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { decisionFromJSON } from '@keel/proto/keel/conversations/v1/conversations';
+import {
+  conversationStatusFromJSON,
+  decisionFromJSON,
+} from '@keel/proto/keel/conversations/v1/conversations';
 import { AgentClient, answered, callContextOf } from '../agent-client/agent.client.js';
 import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
@@ -27,12 +30,8 @@ import {
 } from '../idempotency/idempotency-key.js';
 import { ForwardsIdempotencyKey, OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
 import { TurnFeedService } from '../feed/turn-feed.service.js';
-import {
-  parseCreateConversation,
-  parseDecideApproval,
-  parseListConversations,
-  parseSendMessage,
-} from './conversation-requests.js';
+import { parseCreateConversation, parseDecideApproval, parseSendMessage } from './conversation-requests.js';
+import { parseListQuery } from './conversation-management-requests.js';
 import type { ConversationListItem, ConversationView } from './conversation-views.js';
 import { conversationListView, conversationView, decisionWord, summaryView } from './conversation-views.js';
 
@@ -87,18 +86,21 @@ export class ConversationsController {
     return summaryView(answered(response.conversation, 'conversation'));
   }
 
-  /** `GET /v1/conversations?limit=&cursor=` → 200 `{ data, nextCursor }`, newest first; bad limit or cursor: 400. */
+  /**
+   * `GET /v1/conversations?limit=&cursor=&agentId=&userId=&status=&metadata.<key>=` → 200
+   * `{ data, nextCursor }`, newest first, only those passing every filter; a bad or unknown
+   * parameter: 400 naming it.
+   */
   @Get()
   @Roles('viewer')
   async list(
-    @Query('limit') limit: unknown,
-    @Query('cursor') cursor: unknown,
+    @Query() query: Record<string, unknown>,
     @Caller() caller: Principal,
     @RequestId() requestId: string,
   ): Promise<{ data: ConversationListItem[]; nextCursor: string | null }> {
-    const request = parseListConversations({ limit, cursor });
+    const { status, ...filters } = parseListQuery({ ...query });
     const response = await this.agent.call('listConversations', callContextOf(caller, requestId), {
-      request,
+      request: { ...filters, status: conversationStatusFromJSON(status) },
     });
     return conversationListView(response);
   }

@@ -24,8 +24,20 @@ const DURABLE: DurableMapping = {
   PhaseChanged: null,
   TurnStarted: (d) => [
     'turn.started',
-    { turnId: d.turnId, ...(d.intent === undefined ? {} : { intent: d.intent, confidence: d.confidence }) },
+    {
+      turnId: d.turnId,
+      ...(d.intent === undefined ? {} : { intent: d.intent, confidence: d.confidence }),
+      ...(d.replaceFrom === undefined ? {} : { replaceFrom: d.replaceFrom }),
+    },
   ],
+  ConversationUpdated: (d) => [
+    'conversation.updated',
+    {
+      ...(d.title === undefined ? {} : { title: d.title }),
+      ...(d.metadata === undefined ? {} : { metadata: d.metadata }),
+    },
+  ],
+  FeedbackGiven: null,
   ToolCallRequested: (d) => [
     'tool.call',
     {

@@ -80,7 +80,11 @@ export class TurnFeedService implements BeforeApplicationShutdown {
       scope: tenantKeyScope(caller.tenantId),
       operation: `POST /v1/conversations/${request.conversationId}/messages`,
       key: request.idempotencyKey ? idempotencyKeyOf(request.idempotencyKey) : undefined,
-      body: { content: request.content, ifBusy: request.ifBusy },
+      body: {
+        content: request.content,
+        ifBusy: request.ifBusy,
+        replaceFrom: request.replaceFrom ?? '',
+      },
       // The key goes on to the agent, whose log answers a retry with the first turn.
       deduplicated: true,
     };
@@ -99,6 +103,7 @@ export class TurnFeedService implements BeforeApplicationShutdown {
         content,
         ifBusy: ifBusyFromJSON(ifBusy),
         idempotencyKey: idempotencyKey ?? '',
+        replaceFrom: request.replaceFrom ?? '',
       },
     });
     return { turnId: response.turnId, version: Number(response.version ?? 0) };

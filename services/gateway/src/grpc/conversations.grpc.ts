@@ -81,7 +81,8 @@ const sendFields = (request: SendMessageRequest): SendMessageFields & { conversa
   const ifBusy = IF_BUSY[String(request.ifBusy ?? 'IF_BUSY_UNSPECIFIED')];
   if (!ifBusy)
     throw new ValidationError('if_busy must be REJECT, ENQUEUE or INTERRUPT', { field: 'if_busy' });
-  return { conversationId, content, ifBusy };
+  const replaceFrom = request.replaceFrom ?? '';
+  return { conversationId, content, ifBusy, ...(replaceFrom ? { replaceFrom } : {}) };
 };
 
 /**
@@ -136,7 +137,15 @@ export class ConversationsGrpcController implements ConversationServiceControlle
   ): Observable<ListConversationsResponse> {
     return this.unary('ListConversations', VIEWER, metadata, call, undefined, (context) =>
       this.agent.call('listConversations', context, {
-        request: { limit: request.limit ?? 0, cursor: request.cursor ?? '' },
+        // The filters pass through: the agent reads each (an empty one filters nothing).
+        request: {
+          limit: request.limit ?? 0,
+          cursor: request.cursor ?? '',
+          agentId: request.agentId ?? '',
+          userId: request.userId ?? '',
+          status: request.status ?? 0,
+          metadata: { ...request.metadata },
+        },
       }),
     );
   }

@@ -15,7 +15,13 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
   'turn.started': (d) => ({
     turnStarted: {
       turnId: str(d.turnId),
-      ...(typeof d.intent === 'string' ? { intent: d.intent, confidence: num(d.confidence) } : {}),
+      ...(typeof d.replaceFrom === 'string' ? { replaceFrom: d.replaceFrom } : {}),
+    },
+  }),
+  'conversation.updated': (d) => ({
+    conversationUpdated: {
+      ...(typeof d.title === 'string' ? { title: d.title } : {}),
+      ...(d.metadata !== undefined ? { metadataJson: JSON.stringify(d.metadata) } : {}),
     },
   }),
   data: (d) => ({ hookData: { hook: str(d.hook), dataJson: json(d.data) } }),

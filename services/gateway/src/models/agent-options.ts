@@ -17,11 +17,18 @@ export const AGENT_OPTION_FIELDS = [
   'providerOptions',
   'fallbackModels',
   'promptCache',
+  'autoTitle',
   'context',
   'intents',
   'agents',
   'maxDepth',
 ] as const;
+
+/** An optional boolean field; another type is refused naming it. */
+const optionalBoolean = (value: unknown, field: string): boolean | undefined => {
+  if (value !== undefined && typeof value !== 'boolean') fail(field, `${field} must be a boolean`);
+  return value as boolean | undefined;
+};
 
 /** Drops the undefined fields of an object, so absent stays absent in JSON. */
 const defined = (object: Record<string, unknown>): Record<string, unknown> =>
@@ -99,6 +106,7 @@ export const agentOptionsJson = (body: Record<string, unknown>): string => {
     providerOptions: providerOptionsOf(body.providerOptions),
     fallbackModels: optionalStrings(body.fallbackModels, 'fallbackModels', 5, 200),
     promptCache,
+    autoTitle: optionalBoolean(body.autoTitle, 'autoTitle'),
     context: contextOf(body.context),
     intents: intentsOf(body.intents),
     // Sub-agents (API.md "Tool sources and policies"): the agent checks they exist and close no cycle.

@@ -21,6 +21,10 @@ import {
   ListConversationsRequest as ListConversationsRequest3,
   ListConversationsResponse,
   SendMessageRequest,
+  SubmitFeedbackRequest as SubmitFeedbackRequest7,
+  SubmitFeedbackResponse,
+  UpdateConversationRequest as UpdateConversationRequest6,
+  UpdateConversationResponse,
 } from "../../conversations/v1/conversations.js";
 import { Actor } from "../../events/v1/envelope.js";
 
@@ -104,6 +108,26 @@ export interface CancelTurnRequest {
     | undefined;
   /** The public request, as received by the gateway. */
   request?: CancelTurnRequest5 | undefined;
+}
+
+/** Request of AgentService.UpdateConversation. */
+export interface UpdateConversationRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** The public request, as received by the gateway. */
+  request?: UpdateConversationRequest6 | undefined;
+}
+
+/** Request of AgentService.SubmitFeedback. */
+export interface SubmitFeedbackRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** The public request, as received by the gateway. */
+  request?: SubmitFeedbackRequest7 | undefined;
 }
 
 /** Response of AgentService.SubmitMessage. */
@@ -220,12 +244,6 @@ export interface Agent {
    * `{ "providerOptions"?, "fallbackModels"?, "promptCache"?, "context"? }`; empty when none.
    */
   optionsJson: string;
-  /**
-   * The fields among `model`, `temperature`, `maxSteps` the PUT body left out: a turn takes them
-   * from the tenant's defaults as they are when it starts (PutAgent: the gateway fills them with
-   * the defaults of the moment too; answers: their values are the defaults now).
-   */
-  fromDefaults: string[];
 }
 
 /** Request of AgentService.PutAgent. */
@@ -962,6 +980,184 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
   },
 };
 
+function createBaseUpdateConversationRequest(): UpdateConversationRequest {
+  return {};
+}
+
+export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = {
+  encode(message: UpdateConversationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.request !== undefined) {
+      UpdateConversationRequest6.encode(message.request, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConversationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConversationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = UpdateConversationRequest6.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConversationRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      request: isSet(object.request) ? UpdateConversationRequest6.fromJSON(object.request) : undefined,
+    };
+  },
+
+  toJSON(message: UpdateConversationRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.request !== undefined) {
+      obj.request = UpdateConversationRequest6.toJSON(message.request);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateConversationRequest>, I>>(base?: I): UpdateConversationRequest {
+    return UpdateConversationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateConversationRequest>, I>>(object: I): UpdateConversationRequest {
+    const message = createBaseUpdateConversationRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.request = (object.request !== undefined && object.request !== null)
+      ? UpdateConversationRequest6.fromPartial(object.request)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSubmitFeedbackRequest(): SubmitFeedbackRequest {
+  return {};
+}
+
+export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
+  encode(message: SubmitFeedbackRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.request !== undefined) {
+      SubmitFeedbackRequest7.encode(message.request, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitFeedbackRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitFeedbackRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = SubmitFeedbackRequest7.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitFeedbackRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      request: isSet(object.request) ? SubmitFeedbackRequest7.fromJSON(object.request) : undefined,
+    };
+  },
+
+  toJSON(message: SubmitFeedbackRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.request !== undefined) {
+      obj.request = SubmitFeedbackRequest7.toJSON(message.request);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitFeedbackRequest>, I>>(base?: I): SubmitFeedbackRequest {
+    return SubmitFeedbackRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitFeedbackRequest>, I>>(object: I): SubmitFeedbackRequest {
+    const message = createBaseSubmitFeedbackRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.request = (object.request !== undefined && object.request !== null)
+      ? SubmitFeedbackRequest7.fromPartial(object.request)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseSubmitMessageResponse(): SubmitMessageResponse {
   return { turnId: "", version: 0 };
 }
@@ -1622,7 +1818,6 @@ function createBaseAgent(): Agent {
     toolResultMaxChars: 0,
     phasesJson: "",
     optionsJson: "",
-    fromDefaults: [],
   };
 }
 
@@ -1654,9 +1849,6 @@ export const Agent: MessageFns<Agent> = {
     }
     if (message.optionsJson !== "") {
       writer.uint32(74).string(message.optionsJson);
-    }
-    for (const v of message.fromDefaults) {
-      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -1746,14 +1938,6 @@ export const Agent: MessageFns<Agent> = {
             message.optionsJson = reader.string();
             continue;
           }
-          case 10: {
-            if (tag !== 82) {
-              break;
-            }
-
-            message.fromDefaults.push(reader.string());
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1797,11 +1981,6 @@ export const Agent: MessageFns<Agent> = {
         : isSet(object.options_json)
         ? globalThis.String(object.options_json)
         : "",
-      fromDefaults: globalThis.Array.isArray(object?.fromDefaults)
-        ? object.fromDefaults.map((e: any) => globalThis.String(e))
-        : globalThis.Array.isArray(object?.from_defaults)
-        ? object.from_defaults.map((e: any) => globalThis.String(e))
-        : [],
     };
   },
 
@@ -1834,9 +2013,6 @@ export const Agent: MessageFns<Agent> = {
     if (message.optionsJson !== "") {
       obj.optionsJson = message.optionsJson;
     }
-    if (message.fromDefaults?.length) {
-      obj.fromDefaults = message.fromDefaults;
-    }
     return obj;
   },
 
@@ -1854,7 +2030,6 @@ export const Agent: MessageFns<Agent> = {
     message.toolResultMaxChars = object.toolResultMaxChars ?? 0;
     message.phasesJson = object.phasesJson ?? "";
     message.optionsJson = object.optionsJson ?? "";
-    message.fromDefaults = object.fromDefaults?.map((e) => e) || [];
     return message;
   },
 };
@@ -2720,6 +2895,17 @@ export interface AgentServiceClient {
   cancelTurn(request: CancelTurnRequest, metadata?: Metadata): Observable<CancelTurnResponse>;
 
   /**
+   * Changes a conversation's title and/or metadata (editor) and answers the conversation; the
+   * change is the durable event conversation.updated. A bad title or metadata: INVALID_ARGUMENT.
+   */
+
+  updateConversation(request: UpdateConversationRequest, metadata?: Metadata): Observable<UpdateConversationResponse>;
+
+  /** Rates a message (editor); the latest rating per message counts. Unknown message: NOT_FOUND. */
+
+  submitFeedback(request: SubmitFeedbackRequest, metadata?: Metadata): Observable<SubmitFeedbackResponse>;
+
+  /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
    */
@@ -2846,6 +3032,23 @@ export interface AgentServiceController {
   ): Promise<CancelTurnResponse> | Observable<CancelTurnResponse> | CancelTurnResponse;
 
   /**
+   * Changes a conversation's title and/or metadata (editor) and answers the conversation; the
+   * change is the durable event conversation.updated. A bad title or metadata: INVALID_ARGUMENT.
+   */
+
+  updateConversation(
+    request: UpdateConversationRequest,
+    metadata?: Metadata,
+  ): Promise<UpdateConversationResponse> | Observable<UpdateConversationResponse> | UpdateConversationResponse;
+
+  /** Rates a message (editor); the latest rating per message counts. Unknown message: NOT_FOUND. */
+
+  submitFeedback(
+    request: SubmitFeedbackRequest,
+    metadata?: Metadata,
+  ): Promise<SubmitFeedbackResponse> | Observable<SubmitFeedbackResponse> | SubmitFeedbackResponse;
+
+  /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
    */
@@ -2916,6 +3119,8 @@ export function AgentServiceControllerMethods() {
       "submitMessage",
       "decideApproval",
       "cancelTurn",
+      "updateConversation",
+      "submitFeedback",
       "putTool",
       "listTools",
       "putAgent",
@@ -3050,6 +3255,33 @@ export const AgentServiceService = {
     responseDeserialize: (value: Buffer): CancelTurnResponse => CancelTurnResponse.decode(value),
   },
   /**
+   * Changes a conversation's title and/or metadata (editor) and answers the conversation; the
+   * change is the durable event conversation.updated. A bad title or metadata: INVALID_ARGUMENT.
+   */
+  updateConversation: {
+    path: "/keel.agent.v1.AgentService/UpdateConversation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateConversationRequest): Buffer =>
+      Buffer.from(UpdateConversationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateConversationRequest => UpdateConversationRequest.decode(value),
+    responseSerialize: (value: UpdateConversationResponse): Buffer =>
+      Buffer.from(UpdateConversationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateConversationResponse => UpdateConversationResponse.decode(value),
+  },
+  /** Rates a message (editor); the latest rating per message counts. Unknown message: NOT_FOUND. */
+  submitFeedback: {
+    path: "/keel.agent.v1.AgentService/SubmitFeedback" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitFeedbackRequest): Buffer =>
+      Buffer.from(SubmitFeedbackRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitFeedbackRequest => SubmitFeedbackRequest.decode(value),
+    responseSerialize: (value: SubmitFeedbackResponse): Buffer =>
+      Buffer.from(SubmitFeedbackResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitFeedbackResponse => SubmitFeedbackResponse.decode(value),
+  },
+  /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
    */
@@ -3154,6 +3386,13 @@ export interface AgentServiceServer extends UntypedServiceImplementation {
   decideApproval: handleUnaryCall<DecideApprovalRequest, DecideApprovalResponse>;
   /** Cancels the running turn. No turn running: ABORTED. */
   cancelTurn: handleUnaryCall<CancelTurnRequest, CancelTurnResponse>;
+  /**
+   * Changes a conversation's title and/or metadata (editor) and answers the conversation; the
+   * change is the durable event conversation.updated. A bad title or metadata: INVALID_ARGUMENT.
+   */
+  updateConversation: handleUnaryCall<UpdateConversationRequest, UpdateConversationResponse>;
+  /** Rates a message (editor); the latest rating per message counts. Unknown message: NOT_FOUND. */
+  submitFeedback: handleUnaryCall<SubmitFeedbackRequest, SubmitFeedbackResponse>;
   /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.

@@ -228,6 +228,8 @@ export interface ConversationSummary {
   createdAt: string;
   /** Caller-supplied string metadata given at creation. */
   metadata: { [key: string]: string };
+  /** The acting user who created it (HTTP `X-Keel-User`, else the key id); empty when not recorded. */
+  userId: string;
 }
 
 export interface ConversationSummary_MetadataEntry {
@@ -264,7 +266,13 @@ export interface Conversation {
   /** The working memory: entities the conversation's tool results named, latest first, at most 50. */
   entities: ConversationEntity[];
   /** A sub-agent's child conversation: the conversation whose tool call runs it (API.md "Sub-agents"). */
-  parentConversationId?: string | undefined;
+  parentConversationId?:
+    | string
+    | undefined;
+  /** The acting user who created it (HTTP `X-Keel-User`, else the key id); empty when not recorded. */
+  userId: string;
+  /** The agent phase the conversation is in, when its agent has phases. */
+  phase?: string | undefined;
 }
 
 export interface Conversation_MetadataEntry {
@@ -293,7 +301,19 @@ export interface Message {
   /** Tool calls the assistant asked for in this message (assistant messages only). */
   toolCalls: MessageToolCall[];
   /** The tool call this message answers (tool messages only). */
-  toolCallId?: string | undefined;
+  toolCallId?:
+    | string
+    | undefined;
+  /** The latest rating given to the message, if any (SubmitFeedback). */
+  feedback?: MessageFeedback | undefined;
+}
+
+/** A person's rating of a message; the latest one counts. */
+export interface MessageFeedback {
+  /** `up` or `down`. */
+  rating: string;
+  /** Optional comment, at most 2000 characters. */
+  comment?: string | undefined;
 }
 
 /** A tool call requested by the model inside an assistant message. */
@@ -373,6 +393,19 @@ export interface ListConversationsRequest {
   limit: number;
   /** `next_cursor` of the previous page; empty for the first page. */
   cursor: string;
+  /** Only the conversations with this agent; empty: any. */
+  agentId: string;
+  /** Only the conversations this acting user created; empty: any. */
+  userId: string;
+  /** Only the conversations in this status; UNSPECIFIED: any. */
+  status: ConversationStatus;
+  /** Only the conversations whose metadata has each of these keys with that value. */
+  metadata: { [key: string]: string };
+}
+
+export interface ListConversationsRequest_MetadataEntry {
+  key: string;
+  value: string;
 }
 
 /** Response of ListConversations. */
@@ -395,6 +428,11 @@ export interface SendMessageRequest {
   actingUserId: string;
   /** Retries with the same key and request do not start a second turn (24 h, per tenant). */
   idempotencyKey: string;
+  /**
+   * Edit/regenerate: the id of a user message of the conversation; the turn runs as if the
+   * conversation ended just before it (the log keeps the old branch). Empty: none.
+   */
+  replaceFrom: string;
 }
 
 /** Request of DecideApproval. */
@@ -499,7 +537,11 @@ export interface TurnEvent {
     | TurnCancelled
     | undefined;
   /** data (a hook's answer, API.md "Hooks") */
-  hookData?: HookData | undefined;
+  hookData?:
+    | HookData
+    | undefined;
+  /** conversation.updated */
+  conversationUpdated?: ConversationUpdated | undefined;
 }
 
 /** data: a hook answered an event with `{ "data": { … } }` (API.md "Hooks"); durable. */
@@ -514,15 +556,8 @@ export interface HookData {
 export interface TurnStarted {
   /** Turn id. */
   turnId: string;
-  /**
-   * The agent's intent the turn's message was classified as (keywords, before the loop); absent
-   * when none matched (all the agent's tools are offered).
-   */
-  intent?:
-    | string
-    | undefined;
-  /** The matched intent's share of all keyword hits, (0, 1]; absent with intent. */
-  confidence?: number | undefined;
+  /** The user message this turn's message replaced (edit/regenerate); absent when none. */
+  replaceFrom?: string | undefined;
 }
 
 /** message.delta: a chunk of the assistant's text as the model streams it (not stored). */
@@ -655,10 +690,69 @@ export interface TurnCancelled {
   turnId: string;
 }
 
+/** conversation.updated: the title or metadata changed (PATCH, or the agent's auto title). */
+export interface ConversationUpdated {
+  /** The new title, when it changed. */
+  title?:
+    | string
+    | undefined;
+  /** The new metadata as a JSON object text, when it changed (it replaces the whole map). */
+  metadataJson?: string | undefined;
+}
+
+/** Request of UpdateConversation (HTTP `PATCH /v1/conversations/{id}`). */
+export interface UpdateConversationRequest {
+  /** Conversation id. */
+  conversationId: string;
+  /** The new title, 1 to 200 characters; absent: unchanged. */
+  title?:
+    | string
+    | undefined;
+  /** The new metadata (replaces the whole map) when `replace_metadata` is set. */
+  metadata: { [key: string]: string };
+  /** Whether `metadata` replaces the conversation's metadata (an empty map clears it). */
+  replaceMetadata: boolean;
+  /** Acting end user (HTTP `X-Keel-User`); empty means the key's own id. */
+  actingUserId: string;
+}
+
+export interface UpdateConversationRequest_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+/** Response of UpdateConversation: the conversation after the change. */
+export interface UpdateConversationResponse {
+  /** The conversation's state. */
+  conversation?: Conversation | undefined;
+}
+
+/** Request of SubmitFeedback (HTTP `POST /v1/conversations/{id}/messages/{messageId}/feedback`). */
+export interface SubmitFeedbackRequest {
+  /** Conversation id. */
+  conversationId: string;
+  /** The rated message (of the conversation's current branch; else NOT_FOUND). */
+  messageId: string;
+  /** `up` or `down`. */
+  rating: string;
+  /** Optional comment, at most 2000 characters. */
+  comment: string;
+  /** Acting end user (HTTP `X-Keel-User`); empty means the key's own id. */
+  actingUserId: string;
+}
+
+/** Response of SubmitFeedback. */
+export interface SubmitFeedbackResponse {
+  /** The rated message. */
+  messageId: string;
+  /** The recorded rating. */
+  rating: string;
+}
+
 export const KEEL_CONVERSATIONS_V1_PACKAGE_NAME = "keel.conversations.v1";
 
 function createBaseConversationSummary(): ConversationSummary {
-  return { id: "", agentId: "", title: "", status: 0, createdAt: "", metadata: {} };
+  return { id: "", agentId: "", title: "", status: 0, createdAt: "", metadata: {}, userId: "" };
 }
 
 export const ConversationSummary: MessageFns<ConversationSummary> = {
@@ -681,6 +775,9 @@ export const ConversationSummary: MessageFns<ConversationSummary> = {
     globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
       ConversationSummary_MetadataEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
     });
+    if (message.userId !== "") {
+      writer.uint32(162).string(message.userId);
+    }
     return writer;
   },
 
@@ -748,6 +845,14 @@ export const ConversationSummary: MessageFns<ConversationSummary> = {
             }
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -789,6 +894,11 @@ export const ConversationSummary: MessageFns<ConversationSummary> = {
           {},
         )
         : {},
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
     };
   },
 
@@ -818,6 +928,9 @@ export const ConversationSummary: MessageFns<ConversationSummary> = {
         });
       }
     }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
     return obj;
   },
 
@@ -840,6 +953,7 @@ export const ConversationSummary: MessageFns<ConversationSummary> = {
       },
       {},
     );
+    message.userId = object.userId ?? "";
     return message;
   },
 };
@@ -946,6 +1060,7 @@ function createBaseConversation(): Conversation {
     pendingApprovals: [],
     contextTokens: 0,
     entities: [],
+    userId: "",
   };
 }
 
@@ -989,6 +1104,12 @@ export const Conversation: MessageFns<Conversation> = {
     }
     if (message.parentConversationId !== undefined) {
       writer.uint32(322).string(message.parentConversationId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(162).string(message.userId);
+    }
+    if (message.phase !== undefined) {
+      writer.uint32(170).string(message.phase);
     }
     return writer;
   },
@@ -1113,6 +1234,22 @@ export const Conversation: MessageFns<Conversation> = {
             message.parentConversationId = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.phase = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1177,6 +1314,12 @@ export const Conversation: MessageFns<Conversation> = {
         : isSet(object.parent_conversation_id)
         ? globalThis.String(object.parent_conversation_id)
         : undefined,
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      phase: isSet(object.phase) ? globalThis.String(object.phase) : undefined,
     };
   },
 
@@ -1227,6 +1370,12 @@ export const Conversation: MessageFns<Conversation> = {
     if (message.parentConversationId !== undefined) {
       obj.parentConversationId = message.parentConversationId;
     }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.phase !== undefined) {
+      obj.phase = message.phase;
+    }
     return obj;
   },
 
@@ -1258,6 +1407,8 @@ export const Conversation: MessageFns<Conversation> = {
     message.contextTokens = object.contextTokens ?? 0;
     message.entities = object.entities?.map((e) => ConversationEntity.fromPartial(e)) || [];
     message.parentConversationId = object.parentConversationId ?? undefined;
+    message.userId = object.userId ?? "";
+    message.phase = object.phase ?? undefined;
     return message;
   },
 };
@@ -1469,6 +1620,9 @@ export const Message: MessageFns<Message> = {
     if (message.toolCallId !== undefined) {
       writer.uint32(42).string(message.toolCallId);
     }
+    if (message.feedback !== undefined) {
+      MessageFeedback.encode(message.feedback, writer.uint32(162).fork()).join();
+    }
     return writer;
   },
 
@@ -1525,6 +1679,14 @@ export const Message: MessageFns<Message> = {
             message.toolCallId = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.feedback = MessageFeedback.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1552,6 +1714,7 @@ export const Message: MessageFns<Message> = {
         : isSet(object.tool_call_id)
         ? globalThis.String(object.tool_call_id)
         : undefined,
+      feedback: isSet(object.feedback) ? MessageFeedback.fromJSON(object.feedback) : undefined,
     };
   },
 
@@ -1572,6 +1735,9 @@ export const Message: MessageFns<Message> = {
     if (message.toolCallId !== undefined) {
       obj.toolCallId = message.toolCallId;
     }
+    if (message.feedback !== undefined) {
+      obj.feedback = MessageFeedback.toJSON(message.feedback);
+    }
     return obj;
   },
 
@@ -1585,6 +1751,94 @@ export const Message: MessageFns<Message> = {
     message.content = object.content ?? "";
     message.toolCalls = object.toolCalls?.map((e) => MessageToolCall.fromPartial(e)) || [];
     message.toolCallId = object.toolCallId ?? undefined;
+    message.feedback = (object.feedback !== undefined && object.feedback !== null)
+      ? MessageFeedback.fromPartial(object.feedback)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseMessageFeedback(): MessageFeedback {
+  return { rating: "" };
+}
+
+export const MessageFeedback: MessageFns<MessageFeedback> = {
+  encode(message: MessageFeedback, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rating !== "") {
+      writer.uint32(10).string(message.rating);
+    }
+    if (message.comment !== undefined) {
+      writer.uint32(18).string(message.comment);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MessageFeedback {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMessageFeedback();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rating = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.comment = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MessageFeedback {
+    return {
+      rating: isSet(object.rating) ? globalThis.String(object.rating) : "",
+      comment: isSet(object.comment) ? globalThis.String(object.comment) : undefined,
+    };
+  },
+
+  toJSON(message: MessageFeedback): unknown {
+    const obj: any = {};
+    if (message.rating !== "") {
+      obj.rating = message.rating;
+    }
+    if (message.comment !== undefined) {
+      obj.comment = message.comment;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MessageFeedback>, I>>(base?: I): MessageFeedback {
+    return MessageFeedback.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MessageFeedback>, I>>(object: I): MessageFeedback {
+    const message = createBaseMessageFeedback();
+    message.rating = object.rating ?? "";
+    message.comment = object.comment ?? undefined;
     return message;
   },
 };
@@ -2432,7 +2686,7 @@ export const GetConversationResponse: MessageFns<GetConversationResponse> = {
 };
 
 function createBaseListConversationsRequest(): ListConversationsRequest {
-  return { limit: 0, cursor: "" };
+  return { limit: 0, cursor: "", agentId: "", userId: "", status: 0, metadata: {} };
 }
 
 export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
@@ -2443,6 +2697,18 @@ export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
     if (message.cursor !== "") {
       writer.uint32(18).string(message.cursor);
     }
+    if (message.agentId !== "") {
+      writer.uint32(162).string(message.agentId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(170).string(message.userId);
+    }
+    if (message.status !== 0) {
+      writer.uint32(176).int32(message.status);
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      ListConversationsRequest_MetadataEntry.encode({ key: key as any, value }, writer.uint32(186).fork()).join();
+    });
     return writer;
   },
 
@@ -2475,6 +2741,41 @@ export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            const entry23 = ListConversationsRequest_MetadataEntry.decode(reader, reader.uint32());
+            if (entry23.value !== undefined) {
+              message.metadata[entry23.key] = entry23.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2491,6 +2792,31 @@ export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
     return {
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      status: isSet(object.status) ? conversationStatusFromJSON(object.status) : 0,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -2502,6 +2828,24 @@ export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
     if (message.cursor !== "") {
       obj.cursor = message.cursor;
     }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.status !== 0) {
+      obj.status = conversationStatusToJSON(message.status);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -2512,6 +2856,107 @@ export const ListConversationsRequest: MessageFns<ListConversationsRequest> = {
     const message = createBaseListConversationsRequest();
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
+    message.agentId = object.agentId ?? "";
+    message.userId = object.userId ?? "";
+    message.status = object.status ?? 0;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseListConversationsRequest_MetadataEntry(): ListConversationsRequest_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const ListConversationsRequest_MetadataEntry: MessageFns<ListConversationsRequest_MetadataEntry> = {
+  encode(message: ListConversationsRequest_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListConversationsRequest_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListConversationsRequest_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListConversationsRequest_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ListConversationsRequest_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListConversationsRequest_MetadataEntry>, I>>(
+    base?: I,
+  ): ListConversationsRequest_MetadataEntry {
+    return ListConversationsRequest_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListConversationsRequest_MetadataEntry>, I>>(
+    object: I,
+  ): ListConversationsRequest_MetadataEntry {
+    const message = createBaseListConversationsRequest_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -2606,7 +3051,7 @@ export const ListConversationsResponse: MessageFns<ListConversationsResponse> = 
 };
 
 function createBaseSendMessageRequest(): SendMessageRequest {
-  return { conversationId: "", content: "", ifBusy: 0, actingUserId: "", idempotencyKey: "" };
+  return { conversationId: "", content: "", ifBusy: 0, actingUserId: "", idempotencyKey: "", replaceFrom: "" };
 }
 
 export const SendMessageRequest: MessageFns<SendMessageRequest> = {
@@ -2625,6 +3070,9 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(42).string(message.idempotencyKey);
+    }
+    if (message.replaceFrom !== "") {
+      writer.uint32(162).string(message.replaceFrom);
     }
     return writer;
   },
@@ -2682,6 +3130,14 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.replaceFrom = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2717,6 +3173,11 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : "",
+      replaceFrom: isSet(object.replaceFrom)
+        ? globalThis.String(object.replaceFrom)
+        : isSet(object.replace_from)
+        ? globalThis.String(object.replace_from)
+        : "",
     };
   },
 
@@ -2737,6 +3198,9 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     if (message.idempotencyKey !== "") {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.replaceFrom !== "") {
+      obj.replaceFrom = message.replaceFrom;
+    }
     return obj;
   },
 
@@ -2750,6 +3214,7 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     message.ifBusy = object.ifBusy ?? 0;
     message.actingUserId = object.actingUserId ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.replaceFrom = object.replaceFrom ?? "";
     return message;
   },
 };
@@ -3245,6 +3710,9 @@ export const TurnEvent: MessageFns<TurnEvent> = {
     if (message.hookData !== undefined) {
       HookData.encode(message.hookData, writer.uint32(402).fork()).join();
     }
+    if (message.conversationUpdated !== undefined) {
+      ConversationUpdated.encode(message.conversationUpdated, writer.uint32(322).fork()).join();
+    }
     return writer;
   },
 
@@ -3381,6 +3849,14 @@ export const TurnEvent: MessageFns<TurnEvent> = {
             message.hookData = HookData.decode(reader, reader.uint32());
             continue;
           }
+          case 40: {
+            if (tag !== 322) {
+              break;
+            }
+
+            message.conversationUpdated = ConversationUpdated.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3454,6 +3930,11 @@ export const TurnEvent: MessageFns<TurnEvent> = {
         : isSet(object.hook_data)
         ? HookData.fromJSON(object.hook_data)
         : undefined,
+      conversationUpdated: isSet(object.conversationUpdated)
+        ? ConversationUpdated.fromJSON(object.conversationUpdated)
+        : isSet(object.conversation_updated)
+        ? ConversationUpdated.fromJSON(object.conversation_updated)
+        : undefined,
     };
   },
 
@@ -3504,6 +3985,9 @@ export const TurnEvent: MessageFns<TurnEvent> = {
     if (message.hookData !== undefined) {
       obj.hookData = HookData.toJSON(message.hookData);
     }
+    if (message.conversationUpdated !== undefined) {
+      obj.conversationUpdated = ConversationUpdated.toJSON(message.conversationUpdated);
+    }
     return obj;
   },
 
@@ -3550,6 +4034,9 @@ export const TurnEvent: MessageFns<TurnEvent> = {
       : undefined;
     message.hookData = (object.hookData !== undefined && object.hookData !== null)
       ? HookData.fromPartial(object.hookData)
+      : undefined;
+    message.conversationUpdated = (object.conversationUpdated !== undefined && object.conversationUpdated !== null)
+      ? ConversationUpdated.fromPartial(object.conversationUpdated)
       : undefined;
     return message;
   },
@@ -3653,11 +4140,8 @@ export const TurnStarted: MessageFns<TurnStarted> = {
     if (message.turnId !== "") {
       writer.uint32(10).string(message.turnId);
     }
-    if (message.intent !== undefined) {
-      writer.uint32(18).string(message.intent);
-    }
-    if (message.confidence !== undefined) {
-      writer.uint32(25).double(message.confidence);
+    if (message.replaceFrom !== undefined) {
+      writer.uint32(162).string(message.replaceFrom);
     }
     return writer;
   },
@@ -3683,20 +4167,12 @@ export const TurnStarted: MessageFns<TurnStarted> = {
             message.turnId = reader.string();
             continue;
           }
-          case 2: {
-            if (tag !== 18) {
+          case 20: {
+            if (tag !== 162) {
               break;
             }
 
-            message.intent = reader.string();
-            continue;
-          }
-          case 3: {
-            if (tag !== 25) {
-              break;
-            }
-
-            message.confidence = reader.double();
+            message.replaceFrom = reader.string();
             continue;
           }
         }
@@ -3718,8 +4194,11 @@ export const TurnStarted: MessageFns<TurnStarted> = {
         : isSet(object.turn_id)
         ? globalThis.String(object.turn_id)
         : "",
-      intent: isSet(object.intent) ? globalThis.String(object.intent) : undefined,
-      confidence: isSet(object.confidence) ? globalThis.Number(object.confidence) : undefined,
+      replaceFrom: isSet(object.replaceFrom)
+        ? globalThis.String(object.replaceFrom)
+        : isSet(object.replace_from)
+        ? globalThis.String(object.replace_from)
+        : undefined,
     };
   },
 
@@ -3728,11 +4207,8 @@ export const TurnStarted: MessageFns<TurnStarted> = {
     if (message.turnId !== "") {
       obj.turnId = message.turnId;
     }
-    if (message.intent !== undefined) {
-      obj.intent = message.intent;
-    }
-    if (message.confidence !== undefined) {
-      obj.confidence = floatToJson(message.confidence);
+    if (message.replaceFrom !== undefined) {
+      obj.replaceFrom = message.replaceFrom;
     }
     return obj;
   },
@@ -3743,8 +4219,7 @@ export const TurnStarted: MessageFns<TurnStarted> = {
   fromPartial<I extends Exact<DeepPartial<TurnStarted>, I>>(object: I): TurnStarted {
     const message = createBaseTurnStarted();
     message.turnId = object.turnId ?? "";
-    message.intent = object.intent ?? undefined;
-    message.confidence = object.confidence ?? undefined;
+    message.replaceFrom = object.replaceFrom ?? undefined;
     return message;
   },
 };
@@ -5127,6 +5602,662 @@ export const TurnCancelled: MessageFns<TurnCancelled> = {
   fromPartial<I extends Exact<DeepPartial<TurnCancelled>, I>>(object: I): TurnCancelled {
     const message = createBaseTurnCancelled();
     message.turnId = object.turnId ?? "";
+    return message;
+  },
+};
+
+function createBaseConversationUpdated(): ConversationUpdated {
+  return {};
+}
+
+export const ConversationUpdated: MessageFns<ConversationUpdated> = {
+  encode(message: ConversationUpdated, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.title !== undefined) {
+      writer.uint32(10).string(message.title);
+    }
+    if (message.metadataJson !== undefined) {
+      writer.uint32(18).string(message.metadataJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConversationUpdated {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConversationUpdated();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.metadataJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConversationUpdated {
+    return {
+      title: isSet(object.title) ? globalThis.String(object.title) : undefined,
+      metadataJson: isSet(object.metadataJson)
+        ? globalThis.String(object.metadataJson)
+        : isSet(object.metadata_json)
+        ? globalThis.String(object.metadata_json)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ConversationUpdated): unknown {
+    const obj: any = {};
+    if (message.title !== undefined) {
+      obj.title = message.title;
+    }
+    if (message.metadataJson !== undefined) {
+      obj.metadataJson = message.metadataJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConversationUpdated>, I>>(base?: I): ConversationUpdated {
+    return ConversationUpdated.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConversationUpdated>, I>>(object: I): ConversationUpdated {
+    const message = createBaseConversationUpdated();
+    message.title = object.title ?? undefined;
+    message.metadataJson = object.metadataJson ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateConversationRequest(): UpdateConversationRequest {
+  return { conversationId: "", metadata: {}, replaceMetadata: false, actingUserId: "" };
+}
+
+export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = {
+  encode(message: UpdateConversationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.conversationId !== "") {
+      writer.uint32(10).string(message.conversationId);
+    }
+    if (message.title !== undefined) {
+      writer.uint32(18).string(message.title);
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      UpdateConversationRequest_MetadataEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
+    if (message.replaceMetadata !== false) {
+      writer.uint32(32).bool(message.replaceMetadata);
+    }
+    if (message.actingUserId !== "") {
+      writer.uint32(42).string(message.actingUserId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConversationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConversationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.conversationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = UpdateConversationRequest_MetadataEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.metadata[entry3.key] = entry3.value;
+            }
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.replaceMetadata = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actingUserId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConversationRequest {
+    return {
+      conversationId: isSet(object.conversationId)
+        ? globalThis.String(object.conversationId)
+        : isSet(object.conversation_id)
+        ? globalThis.String(object.conversation_id)
+        : "",
+      title: isSet(object.title) ? globalThis.String(object.title) : undefined,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      replaceMetadata: isSet(object.replaceMetadata)
+        ? globalThis.Boolean(object.replaceMetadata)
+        : isSet(object.replace_metadata)
+        ? globalThis.Boolean(object.replace_metadata)
+        : false,
+      actingUserId: isSet(object.actingUserId)
+        ? globalThis.String(object.actingUserId)
+        : isSet(object.acting_user_id)
+        ? globalThis.String(object.acting_user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: UpdateConversationRequest): unknown {
+    const obj: any = {};
+    if (message.conversationId !== "") {
+      obj.conversationId = message.conversationId;
+    }
+    if (message.title !== undefined) {
+      obj.title = message.title;
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    if (message.replaceMetadata !== false) {
+      obj.replaceMetadata = message.replaceMetadata;
+    }
+    if (message.actingUserId !== "") {
+      obj.actingUserId = message.actingUserId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateConversationRequest>, I>>(base?: I): UpdateConversationRequest {
+    return UpdateConversationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateConversationRequest>, I>>(object: I): UpdateConversationRequest {
+    const message = createBaseUpdateConversationRequest();
+    message.conversationId = object.conversationId ?? "";
+    message.title = object.title ?? undefined;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.replaceMetadata = object.replaceMetadata ?? false;
+    message.actingUserId = object.actingUserId ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateConversationRequest_MetadataEntry(): UpdateConversationRequest_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const UpdateConversationRequest_MetadataEntry: MessageFns<UpdateConversationRequest_MetadataEntry> = {
+  encode(message: UpdateConversationRequest_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConversationRequest_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConversationRequest_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConversationRequest_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: UpdateConversationRequest_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateConversationRequest_MetadataEntry>, I>>(
+    base?: I,
+  ): UpdateConversationRequest_MetadataEntry {
+    return UpdateConversationRequest_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateConversationRequest_MetadataEntry>, I>>(
+    object: I,
+  ): UpdateConversationRequest_MetadataEntry {
+    const message = createBaseUpdateConversationRequest_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateConversationResponse(): UpdateConversationResponse {
+  return {};
+}
+
+export const UpdateConversationResponse: MessageFns<UpdateConversationResponse> = {
+  encode(message: UpdateConversationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.conversation !== undefined) {
+      Conversation.encode(message.conversation, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateConversationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateConversationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.conversation = Conversation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateConversationResponse {
+    return { conversation: isSet(object.conversation) ? Conversation.fromJSON(object.conversation) : undefined };
+  },
+
+  toJSON(message: UpdateConversationResponse): unknown {
+    const obj: any = {};
+    if (message.conversation !== undefined) {
+      obj.conversation = Conversation.toJSON(message.conversation);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateConversationResponse>, I>>(base?: I): UpdateConversationResponse {
+    return UpdateConversationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateConversationResponse>, I>>(object: I): UpdateConversationResponse {
+    const message = createBaseUpdateConversationResponse();
+    message.conversation = (object.conversation !== undefined && object.conversation !== null)
+      ? Conversation.fromPartial(object.conversation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSubmitFeedbackRequest(): SubmitFeedbackRequest {
+  return { conversationId: "", messageId: "", rating: "", comment: "", actingUserId: "" };
+}
+
+export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
+  encode(message: SubmitFeedbackRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.conversationId !== "") {
+      writer.uint32(10).string(message.conversationId);
+    }
+    if (message.messageId !== "") {
+      writer.uint32(18).string(message.messageId);
+    }
+    if (message.rating !== "") {
+      writer.uint32(26).string(message.rating);
+    }
+    if (message.comment !== "") {
+      writer.uint32(34).string(message.comment);
+    }
+    if (message.actingUserId !== "") {
+      writer.uint32(42).string(message.actingUserId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitFeedbackRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitFeedbackRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.conversationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.messageId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.rating = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.comment = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actingUserId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitFeedbackRequest {
+    return {
+      conversationId: isSet(object.conversationId)
+        ? globalThis.String(object.conversationId)
+        : isSet(object.conversation_id)
+        ? globalThis.String(object.conversation_id)
+        : "",
+      messageId: isSet(object.messageId)
+        ? globalThis.String(object.messageId)
+        : isSet(object.message_id)
+        ? globalThis.String(object.message_id)
+        : "",
+      rating: isSet(object.rating) ? globalThis.String(object.rating) : "",
+      comment: isSet(object.comment) ? globalThis.String(object.comment) : "",
+      actingUserId: isSet(object.actingUserId)
+        ? globalThis.String(object.actingUserId)
+        : isSet(object.acting_user_id)
+        ? globalThis.String(object.acting_user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SubmitFeedbackRequest): unknown {
+    const obj: any = {};
+    if (message.conversationId !== "") {
+      obj.conversationId = message.conversationId;
+    }
+    if (message.messageId !== "") {
+      obj.messageId = message.messageId;
+    }
+    if (message.rating !== "") {
+      obj.rating = message.rating;
+    }
+    if (message.comment !== "") {
+      obj.comment = message.comment;
+    }
+    if (message.actingUserId !== "") {
+      obj.actingUserId = message.actingUserId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitFeedbackRequest>, I>>(base?: I): SubmitFeedbackRequest {
+    return SubmitFeedbackRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitFeedbackRequest>, I>>(object: I): SubmitFeedbackRequest {
+    const message = createBaseSubmitFeedbackRequest();
+    message.conversationId = object.conversationId ?? "";
+    message.messageId = object.messageId ?? "";
+    message.rating = object.rating ?? "";
+    message.comment = object.comment ?? "";
+    message.actingUserId = object.actingUserId ?? "";
+    return message;
+  },
+};
+
+function createBaseSubmitFeedbackResponse(): SubmitFeedbackResponse {
+  return { messageId: "", rating: "" };
+}
+
+export const SubmitFeedbackResponse: MessageFns<SubmitFeedbackResponse> = {
+  encode(message: SubmitFeedbackResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.messageId !== "") {
+      writer.uint32(10).string(message.messageId);
+    }
+    if (message.rating !== "") {
+      writer.uint32(18).string(message.rating);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitFeedbackResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitFeedbackResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.messageId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.rating = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitFeedbackResponse {
+    return {
+      messageId: isSet(object.messageId)
+        ? globalThis.String(object.messageId)
+        : isSet(object.message_id)
+        ? globalThis.String(object.message_id)
+        : "",
+      rating: isSet(object.rating) ? globalThis.String(object.rating) : "",
+    };
+  },
+
+  toJSON(message: SubmitFeedbackResponse): unknown {
+    const obj: any = {};
+    if (message.messageId !== "") {
+      obj.messageId = message.messageId;
+    }
+    if (message.rating !== "") {
+      obj.rating = message.rating;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitFeedbackResponse>, I>>(base?: I): SubmitFeedbackResponse {
+    return SubmitFeedbackResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitFeedbackResponse>, I>>(object: I): SubmitFeedbackResponse {
+    const message = createBaseSubmitFeedbackResponse();
+    message.messageId = object.messageId ?? "";
+    message.rating = object.rating ?? "";
     return message;
   },
 };
