@@ -259,5 +259,17 @@ describe('hooks (gateway, agent, tools as processes)', () => {
     }
     const listed = await answerOf(await platform.request('GET', '/v1/hooks', keys.admin));
     expect((listed.body as { data: Array<{ name: string }> }).data.map((h) => h.name)).not.toContain('bad');
+    // Another tenant sees none of them; an editor may not configure hooks.
+    const other = await platform.tenantWithKeys('hooks-b', ['admin']);
+    expect((await answerOf(await platform.request('GET', '/v1/hooks', other.keys.admin))).body).toEqual({
+      data: [],
+    });
+    expect((await platform.request('GET', '/v1/hooks/audit/failures', other.keys.admin)).status).toBe(404);
+    expect((await platform.request('DELETE', '/v1/hooks/audit', other.keys.admin)).status).toBe(404);
+    const byEditor = await platform.request('PUT', '/v1/hooks/audit', keys.editor, {
+      url: `${receiver.url}/ok`,
+      events: ['turn.completed'],
+    });
+    expect(byEditor.status).toBe(403);
   });
 });
