@@ -1,4 +1,5 @@
 import type { EventData } from '@keel/core';
+import type { AgentIntent } from './model-events.js';
 import type { ChildApprovalRequested, ParentLink } from './sub-agent-events.js';
 
 /** Category of the conversation streams: `conversation-<conversationId>`. */
@@ -40,8 +41,18 @@ export interface AgentSnapshot {
   agentId: string;
   model: string;
   maxSteps: number;
+  /**
+   * The sampling temperature the turn's model calls use (the agent's own, else the tenant's
+   * default when the turn started); absent in turns started before it was recorded.
+   */
+  temperature?: number;
   /** The agent's phase machine, when it declares one (see the tool guard). */
   phases?: AgentPhases;
+  /**
+   * The agent's intent the turn's message matched (the event's `intent` names it), as it was
+   * defined when the turn started: it narrows the turn's tools and adds its guidance.
+   */
+  matchedIntent?: AgentIntent;
 }
 
 /** Phases an agent moves through: a successful result of `tool` in `from` (any when absent) moves to `to`. */

@@ -11,6 +11,11 @@ export interface TenantDefaults {
   maxSteps?: number;
 }
 
+/** The agent fields a tenant's defaults give, to an agent whose PUT left them out. */
+export const DEFAULTED_FIELDS = ['model', 'temperature', 'maxSteps'] as const;
+/** One of DEFAULTED_FIELDS. */
+export type DefaultedField = (typeof DEFAULTED_FIELDS)[number];
+
 /** Defaults were set; the fields given replace the stored ones, the others stay. */
 export type DefaultsConfigured = EventData<'DefaultsConfigured', { defaults: TenantDefaults; at: string }>;
 

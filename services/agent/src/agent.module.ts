@@ -148,17 +148,26 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
     },
     {
       provide: ConversationService,
-      inject: [KEEL_INFRA, TenantConfigService, CONVERSATION_INDEX, KEEL_LOGGER, TurnBudgets],
+      inject: [
+        KEEL_INFRA,
+        TenantConfigService,
+        CONVERSATION_INDEX,
+        KEEL_LOGGER,
+        TurnBudgets,
+        DefaultsService,
+      ],
       useFactory: (
         infra: Infrastructure,
         config: TenantConfigService,
         index: ConversationIndex,
         logger: KeelLogger,
         budgets: TurnBudgets,
+        defaults: DefaultsService,
       ) =>
         new ConversationService(infra.store, infra.bus, config, {
           index,
           budgets,
+          defaults,
           onIndexError: (error, { tenantId, conversationId }) =>
             logger.warn(
               { tenantId, conversationId, err: error },

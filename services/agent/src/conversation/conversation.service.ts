@@ -3,10 +3,12 @@ import { ConcurrencyError, NotFoundError, asDecided, ownValue, streamName, uuidv
 import type {
   AcceptedRequest,
   AgentDefinition,
+  AgentSnapshot,
   ConversationEvent,
   EventError,
   FeedbackRating,
   ParentLink,
+  TenantDefaults,
   TurnIntent,
 } from '@keel/events';
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
@@ -22,6 +24,7 @@ import { ConversationConflictError, conversationDecider } from './conversation.d
 import type { Conversation } from './conversation.state.js';
 import { acceptedRequest } from './conversation.state.js';
 import { classifyIntent } from '../turn/intents.js';
+import { withDefaults } from '../models/agent-defaults.js';
 import type { Entity } from '../turn/working-memory.js';
 import { entitiesOfConversation } from '../turn/working-memory.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
@@ -87,6 +90,8 @@ export interface ConversationServiceOptions {
   clock?: () => string;
   /** The tenants' monthly budgets: a new turn is admitted only within its tenant's budget. */
   budgets?: TurnBudgets;
+  /** The tenants' defaults (`PUT /v1/defaults`): a turn starts with those its agent takes. */
+  defaults?: { load(tenantId: string): Promise<TenantDefaults> };
 }
 
 /** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
@@ -114,10 +119,26 @@ class AlreadyAccepted extends Error {
   }
 }
 
-/** The command's `classified`: the agent's intent `content` matches (API `turn.started`), if any. */
-const classifiedOf = (content: string, agent: AgentDefinition): { classified?: TurnIntent } => {
+/**
+ * The agent as the turn starts with it (API `turn.started`): the fields it takes from the
+ * tenant's defaults as they are now, and the intent `content` matches, recorded with its
+ * definition, so neither a later default nor an edit of the intents changes the running turn.
+ */
+const turnStartOf = (
+  content: string,
+  agent: AgentDefinition,
+): { agent: AgentSnapshot; classified?: TurnIntent } => {
   const matched = classifyIntent(content, agent.options?.intents);
-  return matched ? { classified: { intent: matched.intent.name, confidence: matched.confidence } } : {};
+  const snapshot: AgentSnapshot = {
+    agentId: agent.agentId,
+    model: agent.model,
+    maxSteps: agent.maxSteps,
+    temperature: agent.temperature,
+    ...(agent.phases ? { phases: agent.phases } : {}),
+    ...(matched ? { matchedIntent: matched.intent } : {}),
+  };
+  if (!matched) return { agent: snapshot };
+  return { agent: snapshot, classified: { intent: matched.intent.name, confidence: matched.confidence } };
 };
 
 const sameRequestConflict = (): ConversationConflictError =>
@@ -203,7 +224,8 @@ export class ConversationService {
     if (state.status === 'new') throw new NotFoundError('conversation not found');
     const replayed = request && this.acceptedTurn(state, request);
     if (replayed) return replayed;
-    const agent = await this.agent(ctx.tenantId, state.agentId);
+    const defaults = (await this.options.defaults?.load(ctx.tenantId)) ?? {};
+    const agent = withDefaults(await this.agent(ctx.tenantId, state.agentId), defaults);
     const turnId = uuidv7();
     const command: Extract<ConversationCommand, { type: 'SubmitMessage' }> = {
       type: 'SubmitMessage',
@@ -211,16 +233,10 @@ export class ConversationService {
       messageId: uuidv7(),
       content: input.content,
       ifBusy: input.ifBusy ?? 'reject',
-      agent: {
-        agentId: agent.agentId,
-        model: agent.model,
-        maxSteps: agent.maxSteps,
-        ...(agent.phases ? { phases: agent.phases } : {}),
-      },
+      ...turnStartOf(input.content, agent),
       role: ctx.role,
       by: ctx.userId,
       ...(input.replaceFrom ? { replaceFrom: input.replaceFrom } : {}),
-      ...classifiedOf(input.content, agent),
       ...(request ? { request } : {}),
       at: this.clock(),
     };

@@ -52,8 +52,8 @@ export interface PendingApproval {
   requestedAt: string;
 }
 
-/** The running turn. */
-export interface CurrentTurn {
+/** The running turn; `intent`/`confidence` as its TurnStarted recorded them (the worker narrows by them). */
+export interface CurrentTurn extends TurnIntent {
   turnId: string;
   agent: AgentSnapshot;
   /** Role of the key whose message started the turn. */
@@ -279,7 +279,7 @@ const turnStarted = (state: Conversation, { data }: EventOf<'TurnStarted'>): Con
       queued: state.queued.filter((q) => q.turnId !== turnId),
       heldMessages: state.heldMessages.filter((h) => h.turnId !== turnId),
     },
-    { turnId, agent: data.agent, role: data.role, step: 0, toolCalls: [] },
+    { turnId, agent: data.agent, role: data.role, step: 0, toolCalls: [], ...intentOf(data) },
   );
 };
 

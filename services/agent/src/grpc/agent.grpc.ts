@@ -43,6 +43,8 @@ import { KEEL_LOGGER, SecretBox, toRpcException } from '@keel/runtime';
 import { Controller, Inject } from '@nestjs/common';
 import { MAX_PAGE_SIZE } from '../conversation-index/conversation-index.js';
 import type { CallContext } from '../call-context.js';
+import { DefaultsService } from '../models/defaults.service.js';
+import { withDefaults } from '../models/agent-defaults.js';
 import { ConversationService } from '../conversation/conversation.service.js';
 import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import {
@@ -83,6 +85,7 @@ export class AgentController implements AgentServiceController {
     @Inject(SecretBox) private readonly secrets: SecretBox,
     @Inject(TOOL_CATALOG) private readonly catalog: AjvToolCatalog,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+    @Inject(DefaultsService) private readonly defaults: DefaultsService,
   ) {}
 
   createConversation(request: CreateConversationRequest): Promise<CreateConversationResponse> {
@@ -248,7 +251,8 @@ export class AgentController implements AgentServiceController {
       if (!request.agent) throw requiredField('agent');
       const agent = agentDefinitionOf(request.agent);
       const state = await this.config.apply(ctx, { type: 'PutAgent', agent, at: now() });
-      return { agent: agentMessage(ownValue(state.agents, agent.agentId) ?? agent) };
+      const defaults = await this.defaults.load(ctx.tenantId);
+      return { agent: agentMessage(withDefaults(ownValue(state.agents, agent.agentId) ?? agent, defaults)) };
     });
   }
 
@@ -257,7 +261,7 @@ export class AgentController implements AgentServiceController {
       const agentId = required(request.agentId, 'agentId');
       const agent = ownValue((await this.config.load(ctx.tenantId)).agents, agentId);
       if (!agent) throw new NotFoundError(`agent ${agentId} not found`);
-      return { agent: agentMessage(agent) };
+      return { agent: agentMessage(withDefaults(agent, await this.defaults.load(ctx.tenantId))) };
     });
   }
 
@@ -265,7 +269,8 @@ export class AgentController implements AgentServiceController {
     return this.call('ListAgents', request.context, ADMIN, async (ctx) => {
       const { agents } = await this.config.load(ctx.tenantId);
       const sorted = Object.values(agents).sort((a, b) => a.agentId.localeCompare(b.agentId));
-      return { data: sorted.map(agentMessage) };
+      const defaults = await this.defaults.load(ctx.tenantId);
+      return { data: sorted.map((agent) => agentMessage(withDefaults(agent, defaults))) };
     });
   }
 

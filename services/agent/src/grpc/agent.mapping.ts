@@ -23,6 +23,7 @@ import type { IfBusy as RuntimeIfBusy } from '../conversation/conversation.comma
 import type { ConversationView, ListedConversation } from '../conversation/conversation.service.js';
 import type { BuiltinToolInfo } from '../turn/tool-catalog.js';
 import { agentOptionsOf } from '../models/agent-options.js';
+import { defaultedFieldsOf } from '../models/agent-defaults.js';
 import { checkMemory } from '../turn/working-memory.js';
 
 /** Deepest JSON a tool schema or an agent's phases may nest (the gateway checks the same). */
@@ -298,6 +299,9 @@ const phasesOf = (text: string): AgentPhases | undefined => {
 /** The agent definition PutAgent stores, API defaults filled in (the decider checks the rest). */
 export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
   const phases = phasesOf(agent.phasesJson);
+  const defaulted = defaultedFieldsOf(agent.fromDefaults ?? []);
+  // The agent's own temperature: one it takes from the defaults may meet any model.
+  const ownTemperature = defaulted.fromDefaults?.includes('temperature') ? undefined : agent.temperature;
   return {
     agentId: agent.agentId,
     model: agent.model,
@@ -307,7 +311,8 @@ export const agentDefinitionOf = (agent: AgentMessage): AgentDefinition => {
     temperature: agent.temperature,
     toolResultMaxChars: agent.toolResultMaxChars || DEFAULT_TOOL_RESULT_MAX_CHARS,
     ...(phases ? { phases } : {}),
-    ...agentOptionsOf(agent.model, agent.optionsJson, agent.tools),
+    ...agentOptionsOf(agent.model, agent.optionsJson, agent.tools, ownTemperature),
+    ...defaulted,
   };
 };
 
@@ -322,4 +327,5 @@ export const agentMessage = (agent: AgentDefinition): AgentMessage => ({
   toolResultMaxChars: agent.toolResultMaxChars,
   phasesJson: agent.phases ? JSON.stringify(agent.phases) : '',
   optionsJson: agent.options ? JSON.stringify(agent.options) : '',
+  fromDefaults: [...(agent.fromDefaults ?? [])],
 });

@@ -134,6 +134,7 @@ describe('configuration requests', () => {
       toolResultMaxChars: 0,
       phasesJson: '{"initial":"triage","transitions":[{"tool":"lookup","to":"answer"}]}',
       optionsJson: '',
+      fromDefaults: [] as string[],
     };
     expect(agentDefinitionOf(agent)).toEqual({
       agentId: 'a1',
@@ -146,6 +147,14 @@ describe('configuration requests', () => {
       phases: { initial: 'triage', transitions: [{ tool: 'lookup', to: 'answer' }] },
     });
     expect(agentDefinitionOf({ ...agent, phasesJson: '' }).phases).toBeUndefined();
+    // The fields the PUT left out, kept in a fixed order; another name is refused.
+    expect(agentDefinitionOf({ ...agent, fromDefaults: ['maxSteps', 'model'] }).fromDefaults).toEqual([
+      'model',
+      'maxSteps',
+    ]);
+    expect(fieldOf(() => agentDefinitionOf({ ...agent, fromDefaults: ['colour'] }))).toBe(
+      'agent.fromDefaults[0]',
+    );
     expect(
       fieldOf(() => agentDefinitionOf({ ...agent, phasesJson: '{"initial":"x","transitions":[{"to":1}]}' })),
     ).toBe('agent.phasesJson');

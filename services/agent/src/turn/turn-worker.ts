@@ -184,7 +184,7 @@ export class TurnWorker {
       await this.fail(ctx, conversationId, turn, 'agent_not_found', message);
       return;
     }
-    const intent = turnIntent(agent, state);
+    const intent = turnIntent(agent, turn);
     const offered = [
       ...resolveTools(agent.tools, tenant, this.deps.catalog),
       ...subAgentTools(agent, tenant.agents),
@@ -232,9 +232,9 @@ export class TurnWorker {
       const output = await this.deps.modelStep({
         model,
         credentials: this.credentials(tenant, tenantId, model),
-        messages: promptOf(agent, tools, state, tenant, turnIntent(agent, state)),
+        messages: promptOf(agent, tools, state, tenant, turnIntent(agent, turn)),
         tools,
-        temperature: agent.temperature,
+        temperature: turn.agent.temperature ?? agent.temperature,
         ...modelOptionsOf(agent, (fallback) => this.credentials(tenant, tenantId, fallback)),
         signal: controller.signal,
         onDelta: (text) => {

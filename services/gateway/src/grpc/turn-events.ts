@@ -15,6 +15,7 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
   'turn.started': (d) => ({
     turnStarted: {
       turnId: str(d.turnId),
+      ...(typeof d.intent === 'string' ? { intent: d.intent, confidence: num(d.confidence) } : {}),
       ...(typeof d.replaceFrom === 'string' ? { replaceFrom: d.replaceFrom } : {}),
     },
   }),

@@ -244,6 +244,12 @@ export interface Agent {
    * `{ "providerOptions"?, "fallbackModels"?, "promptCache"?, "context"? }`; empty when none.
    */
   optionsJson: string;
+  /**
+   * The fields among `model`, `temperature`, `maxSteps` the PUT body left out: a turn takes them
+   * from the tenant's defaults as they are when it starts (PutAgent: the gateway fills them with
+   * the defaults of the moment too; answers: their values are the defaults now).
+   */
+  fromDefaults: string[];
 }
 
 /** Request of AgentService.PutAgent. */
@@ -1818,6 +1824,7 @@ function createBaseAgent(): Agent {
     toolResultMaxChars: 0,
     phasesJson: "",
     optionsJson: "",
+    fromDefaults: [],
   };
 }
 
@@ -1849,6 +1856,9 @@ export const Agent: MessageFns<Agent> = {
     }
     if (message.optionsJson !== "") {
       writer.uint32(74).string(message.optionsJson);
+    }
+    for (const v of message.fromDefaults) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -1938,6 +1948,14 @@ export const Agent: MessageFns<Agent> = {
             message.optionsJson = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.fromDefaults.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1981,6 +1999,11 @@ export const Agent: MessageFns<Agent> = {
         : isSet(object.options_json)
         ? globalThis.String(object.options_json)
         : "",
+      fromDefaults: globalThis.Array.isArray(object?.fromDefaults)
+        ? object.fromDefaults.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.from_defaults)
+        ? object.from_defaults.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2013,6 +2036,9 @@ export const Agent: MessageFns<Agent> = {
     if (message.optionsJson !== "") {
       obj.optionsJson = message.optionsJson;
     }
+    if (message.fromDefaults?.length) {
+      obj.fromDefaults = message.fromDefaults;
+    }
     return obj;
   },
 
@@ -2030,6 +2056,7 @@ export const Agent: MessageFns<Agent> = {
     message.toolResultMaxChars = object.toolResultMaxChars ?? 0;
     message.phasesJson = object.phasesJson ?? "";
     message.optionsJson = object.optionsJson ?? "";
+    message.fromDefaults = object.fromDefaults?.map((e) => e) || [];
     return message;
   },
 };

@@ -556,6 +556,17 @@ export interface HookData {
 export interface TurnStarted {
   /** Turn id. */
   turnId: string;
+  /**
+   * The agent's intent the turn's message was classified as (keywords, before the loop); absent
+   * when none matched (all the agent's tools are offered).
+   */
+  intent?:
+    | string
+    | undefined;
+  /** The matched intent's share of all keyword hits, (0, 1]; absent with intent. */
+  confidence?:
+    | number
+    | undefined;
   /** The user message this turn's message replaced (edit/regenerate); absent when none. */
   replaceFrom?: string | undefined;
 }
@@ -4140,6 +4151,12 @@ export const TurnStarted: MessageFns<TurnStarted> = {
     if (message.turnId !== "") {
       writer.uint32(10).string(message.turnId);
     }
+    if (message.intent !== undefined) {
+      writer.uint32(18).string(message.intent);
+    }
+    if (message.confidence !== undefined) {
+      writer.uint32(25).double(message.confidence);
+    }
     if (message.replaceFrom !== undefined) {
       writer.uint32(162).string(message.replaceFrom);
     }
@@ -4165,6 +4182,22 @@ export const TurnStarted: MessageFns<TurnStarted> = {
             }
 
             message.turnId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.intent = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.confidence = reader.double();
             continue;
           }
           case 20: {
@@ -4194,6 +4227,8 @@ export const TurnStarted: MessageFns<TurnStarted> = {
         : isSet(object.turn_id)
         ? globalThis.String(object.turn_id)
         : "",
+      intent: isSet(object.intent) ? globalThis.String(object.intent) : undefined,
+      confidence: isSet(object.confidence) ? globalThis.Number(object.confidence) : undefined,
       replaceFrom: isSet(object.replaceFrom)
         ? globalThis.String(object.replaceFrom)
         : isSet(object.replace_from)
@@ -4207,6 +4242,12 @@ export const TurnStarted: MessageFns<TurnStarted> = {
     if (message.turnId !== "") {
       obj.turnId = message.turnId;
     }
+    if (message.intent !== undefined) {
+      obj.intent = message.intent;
+    }
+    if (message.confidence !== undefined) {
+      obj.confidence = floatToJson(message.confidence);
+    }
     if (message.replaceFrom !== undefined) {
       obj.replaceFrom = message.replaceFrom;
     }
@@ -4219,6 +4260,8 @@ export const TurnStarted: MessageFns<TurnStarted> = {
   fromPartial<I extends Exact<DeepPartial<TurnStarted>, I>>(object: I): TurnStarted {
     const message = createBaseTurnStarted();
     message.turnId = object.turnId ?? "";
+    message.intent = object.intent ?? undefined;
+    message.confidence = object.confidence ?? undefined;
     message.replaceFrom = object.replaceFrom ?? undefined;
     return message;
   },
