@@ -82,7 +82,16 @@ export class HookDeliveries {
   async start(): Promise<void> {
     if (this.#consumer) return;
     this.#consumer = await this.#deps.bus.consume(
-      { name: HOOK_CONSUMER, maxInFlight: 1, ackWaitMs: 30_000, idempotency: 'none' },
+      {
+        name: HOOK_CONSUMER,
+        // One at a time: a lane is opened by its first event. Opening is quick (a replay sends
+        // once, kept alive), so a killed process's event comes back after 5 s.
+        maxInFlight: 1,
+        ackWaitMs: 5_000,
+        idempotency: 'none',
+        // A new durable does not walk the bus's history: hooks get events from their creation on.
+        deliverFrom: 'new',
+      },
       (delivery) => this.#onEvent(delivery),
     );
     this.#timer = setInterval(() => this.wake(), this.#options.pollMs);
