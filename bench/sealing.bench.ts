@@ -157,7 +157,7 @@ export const sealingBench: Bench = {
         notes: [
           `p50 ratios: ${ratios.map((r) => `${r.scenario} ${r.ratio!.toFixed(2)}x`).join('; ')}.`,
           `CPU per event, in memory with the key held: seal ${crypto.sealUs.toFixed(1)} µs, open ${crypto.openUs.toFixed(1)} µs.`,
-          `A new conversation's first append also writes its data key (one insert, one read before it).`,
+          `A new conversation's first append also inserts its data key into data_keys (one more insert).`,
         ],
       };
     } finally {

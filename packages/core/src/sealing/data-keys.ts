@@ -138,17 +138,22 @@ export class DataKeyring {
   }
 
   async #load(tenantId: string, streamName: string, create: boolean): Promise<DataKey> {
-    let stored = await this.store.get(tenantId, streamName);
-    if (stored === undefined && create) {
-      const fresh = randomBytes(32);
-      const sealed = sealText(this.masterKey, fresh.toString('base64'), keyContext(tenantId, streamName));
-      stored = await this.store.create(tenantId, streamName, {
-        sealed: sealed as Extract<SealedContent, { v: 1 }>,
-      });
-    }
+    // A writer inserts a fresh key at once (one round trip for a new conversation); the store
+    // answers the key already there (or its tombstone) when another process was first.
+    const stored = create
+      ? await this.store.create(tenantId, streamName, { sealed: this.#freshKey(tenantId, streamName) })
+      : await this.store.get(tenantId, streamName);
     if (stored === undefined) return 'none';
     if ('destroyedAt' in stored) return 'destroyed';
     return this.#open(tenantId, streamName, stored.sealed);
+  }
+
+  #freshKey(tenantId: string, streamName: string): Extract<SealedContent, { v: 1 }> {
+    const fresh = randomBytes(32).toString('base64');
+    return sealText(this.masterKey, fresh, keyContext(tenantId, streamName)) as Extract<
+      SealedContent,
+      { v: 1 }
+    >;
   }
 
   #open(tenantId: string, streamName: string, sealed: Extract<SealedContent, { v: 1 }>): Buffer {
