@@ -77,14 +77,14 @@ export class MongoConversationIndex implements ConversationIndex {
     }
   }
 
-  /**
-   * Inserts the entry, or replaces an older one: the filter on `version` makes a late update (a
-   * redelivery, another instance's slower write) change nothing.
-   */
   async remove(tenantId: string, conversationId: string): Promise<void> {
     await this.#entries.deleteOne({ _id: indexKey(tenantId, conversationId) });
   }
 
+  /**
+   * Inserts the entry, or replaces an older one: the filter on `version` makes a late update (a
+   * redelivery, another instance's slower write) change nothing.
+   */
   async update(entry: IndexedConversation & { version: number }): Promise<void> {
     const document = documentOf(entry);
     try {
