@@ -6,8 +6,11 @@ import type { EventData } from '@keel/core';
  */
 export const DURABLE_EVENT_NAMES: Readonly<Record<string, string>> = {
   TurnStarted: 'turn.started',
+  ConversationUpdated: 'conversation.updated',
   ToolCallRequested: 'tool.call',
   ApprovalRequested: 'approval.required',
+  // A sub-agent's approval, shown in its parent's stream too.
+  ChildApprovalRequested: 'approval.required',
   ApprovalDecided: 'approval.decided',
   ApprovalDecidedByPolicy: 'approval.decided',
   ToolCallCompleted: 'tool.result',
