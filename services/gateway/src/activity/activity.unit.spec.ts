@@ -36,6 +36,17 @@ const started = (tenantId: string, conversationId: string, turnId: string, at = 
   event(tenantId, conversationId, 'TurnStarted', { turnId, agent: { agentId: 'support' }, at });
 
 describe('Activity (running turns and pending approvals folded from the log)', () => {
+  it("forgets a deleted conversation's running turn and pending approval, and only that conversation's", () => {
+    const activity = new Activity();
+    activity.apply(started('acme', 'c1', 't1'));
+    activity.apply(asked('acme', 'c1', 't1', 'a1', '2026-01-01T00:00:01Z'));
+    activity.apply(started('acme', 'c10', 't2'));
+    activity.apply(asked('acme', 'c10', 't2', 'a2', '2026-01-01T00:00:02Z'));
+    activity.apply(event('acme', 'c1', 'ConversationDeleted', { conversationId: 'c1', by: 'k', at: 'x' }));
+    expect(activity.pendingApprovals('acme').map((a) => a.approvalId)).toEqual(['a2']);
+    expect(activity.runningTurns('acme').map((t) => t.turnId)).toEqual(['t2']);
+  });
+
   it('keeps an approval pending from its request until its decision, with the step text as message', () => {
     const activity = new Activity();
     activity.apply(started('acme', 'c1', 't1', '2026-01-01T00:00:03Z'));
