@@ -16,6 +16,7 @@ import {
   GetConversationRequest,
   ListConversationsRequest,
   SendMessageRequest,
+  SubmitToolResultRequest,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import type { DeepPartial } from '@keel/proto/keel/pricing/v1/pricing';
 import {
@@ -45,6 +46,7 @@ const CONVERSATION_REQUESTS: RequestMessages<ConversationService, ConversationRp
   listConversations: ListConversationsRequest,
   decideApproval: DecideApprovalRequest,
   cancelTurn: CancelTurnRequest,
+  submitToolResult: SubmitToolResultRequest,
 };
 
 /** A ConversationService client on a gateway's gRPC port. */

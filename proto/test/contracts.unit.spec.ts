@@ -18,6 +18,7 @@ import {
   IfBusy,
   type ListConversationsResponse,
   SendMessageRequest,
+  type SubmitToolResultResponse,
   TurnEvent,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import { EventEnvelope } from '@keel/proto/keel/events/v1/envelope';
@@ -32,6 +33,7 @@ const conversationMethods = [
   'sendMessage',
   'decideApproval',
   'cancelTurn',
+  'submitToolResult',
 ] as const;
 
 /** The loader options a Nest gRPC server needs so handlers get what the ts-proto types say. */
@@ -112,6 +114,9 @@ describe('ConversationService', () => {
       }
       cancelTurn(): Promise<CancelTurnResponse> {
         return reply({ turnId: '' });
+      }
+      submitToolResult(): Promise<SubmitToolResultResponse> {
+        return reply({ toolCallId: 'c1' });
       }
     }
     ConversationServiceControllerMethods()(Controller);

@@ -176,6 +176,12 @@ export type ToolCallRequested = EventData<
     affects?: string[];
     /** A sub-agent call's child conversation (its id derived from the call's): the agent runs it. */
     childConversationId?: string;
+    /** `client` when the connected client runs the call (API "Client tools"); absent: the tools service. */
+    executor?: 'client';
+    /** A client call's time limit (its tool's `timeoutMs`): its deadline is this after it may run. */
+    timeoutMs?: number;
+    /** A client call's deadline when it needs no approval (else the approving ApprovalDecided's). */
+    deadline?: string;
     at: string;
   }
 >;
@@ -208,6 +214,8 @@ export type ApprovalDecided = EventData<
     at: string;
     /** The decide request's Idempotency-Key (see AcceptedRequest); absent without one. */
     request?: AcceptedRequest;
+    /** An approved client call's deadline (`at` + its timeoutMs): the client runs it from now. */
+    deadline?: string;
   }
 >;
 

@@ -28,7 +28,9 @@ export interface ToolDefinition {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  kind: 'webhook';
+  /** `webhook`: the tools service POSTs `url`; `client`: the connected client runs it (no url). */
+  kind: 'webhook' | 'client';
+  /** The webhook's URL; empty for a client tool. */
   url: string;
   approval: ToolApproval;
   roles: KeyRole[];
@@ -38,6 +40,8 @@ export interface ToolDefinition {
   memory?: MemoryDeclaration[];
   /** The resources its successful calls change (API `affects`: a turn reports them as `affected`). */
   affects?: string[];
+  /** A client tool's result schema (JSON Schema): an answer off it is refused. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** An agent as stored (API.md `PUT /v1/agents/{agentId}`). */

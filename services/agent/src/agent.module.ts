@@ -49,8 +49,9 @@ import { HooksController } from './hooks/hooks.grpc.js';
 import { RunManager } from './run/run-manager.js';
 import { SubAgentManager } from './sub-agents/sub-agent-manager.js';
 import { RunService } from './run/run.service.js';
-import { InMemoryRunDeadlines } from './run/run-deadlines.js';
-import { MongoRunDeadlines } from './run/mongo-run-deadlines.js';
+import { InMemoryDeadlines } from './deadlines/deadlines.js';
+import { MongoDeadlines } from './deadlines/mongo-deadlines.js';
+import { ClientCallDeadlines } from './turn/client-call-deadlines.js';
 
 /** Nest injection token of the ModelStep the turn worker calls (a test may provide a scripted one). */
 export const MODEL_STEP = Symbol.for('keel.agent.model-step');
@@ -192,13 +193,27 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
         new RunManager({
           deadlines:
             infra.store instanceof MongoEventStore
-              ? new MongoRunDeadlines(infra.store.db)
-              : new InMemoryRunDeadlines(),
+              ? new MongoDeadlines(infra.store.db, 'run_deadlines')
+              : new InMemoryDeadlines(),
           store: infra.store,
           bus: infra.bus,
           runs,
           conversations,
           logger: logger.child({ component: 'run-manager' }),
+        }),
+    },
+    {
+      provide: ClientCallDeadlines,
+      inject: [KEEL_INFRA, ConversationService, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, conversations: ConversationService, logger: KeelLogger) =>
+        new ClientCallDeadlines({
+          deadlines:
+            infra.store instanceof MongoEventStore
+              ? new MongoDeadlines(infra.store.db, 'client_call_deadlines')
+              : new InMemoryDeadlines(),
+          bus: infra.bus,
+          conversations,
+          logger: logger.child({ component: 'client-call-deadlines' }),
         }),
     },
     {
@@ -274,6 +289,7 @@ export class AgentModule implements OnApplicationBootstrap {
     @Inject(BudgetSettlement) private readonly settlement: BudgetSettlement,
     @Inject(RunManager) private readonly runManager: RunManager,
     @Inject(SubAgentManager) private readonly subAgents: SubAgentManager,
+    @Inject(ClientCallDeadlines) private readonly clientDeadlines: ClientCallDeadlines,
   ) {}
 
   /**
@@ -287,6 +303,7 @@ export class AgentModule implements OnApplicationBootstrap {
     await this.worker.start();
     await this.runManager.start();
     await this.subAgents.start();
+    await this.clientDeadlines.start();
   }
 }
 

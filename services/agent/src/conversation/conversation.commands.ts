@@ -23,6 +23,8 @@ export type ToolCallVerdict =
       passedByPolicy?: boolean;
       /** The resources the tool declares it changes (its `affects`). */
       affects?: string[];
+      /** A client tool: the connected client runs the call within `timeoutMs` (API "Client tools"). */
+      client?: { timeoutMs: number };
       /** A sub-agent call's child conversation (the agent service runs it, not the tools service). */
       childConversationId?: string;
     }
@@ -90,6 +92,22 @@ export type ConversationCommand =
       ok: boolean;
       result?: unknown;
       error?: EventError;
+      at: string;
+    }
+  | {
+      /** The client's answer to a client tool call (API `POST …/tool-results/{toolCallId}`). */
+      type: 'SubmitToolResult';
+      toolCallId: string;
+      ok: boolean;
+      result?: unknown;
+      error?: EventError;
+      by: string;
+      at: string;
+    }
+  | {
+      /** A client call's deadline came (the deadline alarm): it times out unless answered. */
+      type: 'ExpireClientCall';
+      toolCallId: string;
       at: string;
     }
   | {

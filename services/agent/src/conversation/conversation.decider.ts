@@ -3,7 +3,12 @@ import { ConflictError, NotFoundError, ValidationError, fold } from '@keel/core'
 import type { AcceptedRequest, ConversationEvent, EventError, ToolCallCompleted } from '@keel/events';
 import type { ConversationCommand, IfBusy } from './conversation.commands.js';
 import { MAX_TITLE_CHARS, checkMetadata, checkTitle } from './conversation-fields.js';
-import type { AcceptedRequestOutcome, Conversation, CurrentTurn } from './conversation.state.js';
+import type {
+  AcceptedRequestOutcome,
+  Conversation,
+  CurrentTurn,
+  TurnToolCall,
+} from './conversation.state.js';
 import { acceptedRequest, affectedBy, evolve, initialConversation, intentOf } from './conversation.state.js';
 import { nextPhase } from '../guard/tool-guard.js';
 
@@ -196,6 +201,24 @@ const requireStepDue = (state: Conversation, command: CommandOf<'RecordModelOutp
   return turn;
 };
 
+/** The instant `timeoutMs` after `at`: a client call's deadline (plain arithmetic, no clock). */
+const deadlineAfter = (at: string, timeoutMs: number): string =>
+  new Date(Date.parse(at) + timeoutMs).toISOString();
+
+/** A client call's ToolCallRequested fields; its deadline runs from now unless a person approves first. */
+const clientCallFields = (
+  client: { timeoutMs: number } | undefined,
+  approvalRequired: boolean,
+  at: string,
+): { executor?: 'client'; timeoutMs?: number; deadline?: string } =>
+  client
+    ? {
+        executor: 'client',
+        timeoutMs: client.timeoutMs,
+        ...(approvalRequired ? {} : { deadline: deadlineAfter(at, client.timeoutMs) }),
+      }
+    : {};
+
 /** Why a call past the agent's step limit is not run. */
 const maxStepsError = (turn: CurrentTurn): EventError => ({
   code: 'max_steps',
@@ -228,9 +251,10 @@ const toolCallEvents = (
       return [{ type: 'ToolCallCompleted', data: { turnId, toolCallId, name, ok: false, error, at } }];
     }
     const approvalRequired = verdict.approval === 'always';
+    const extras = { ...requestedExtras(verdict), ...clientCallFields(verdict.client, approvalRequired, at) };
     const requested: ConversationEvent = {
       type: 'ToolCallRequested',
-      data: { turnId, toolCallId, name, args, approvalRequired, ...requestedExtras(verdict), at },
+      data: { turnId, toolCallId, name, args, approvalRequired, ...extras, at },
     };
     if (!approvalRequired && !verdict.passedByPolicy) return [requested];
     const approvalId = approvalIds[toolCallId];
@@ -306,6 +330,12 @@ const decideApproval = (command: CommandOf<'DecideApproval'>, state: Conversatio
     throw new NotFoundError('approval not found', { details: { approvalId } });
   }
   const { turnId, toolCallId, tool } = pending;
+  const call = state.turn?.toolCalls.find((c) => c.toolCallId === toolCallId);
+  // An approved client call runs from now: its deadline starts with the approval.
+  const clientDeadline =
+    decision === 'approve' && call?.executor === 'client' && call.timeoutMs !== undefined
+      ? { deadline: deadlineAfter(at, call.timeoutMs) }
+      : {};
   const decided: ConversationEvent = {
     type: 'ApprovalDecided',
     data: {
@@ -317,6 +347,7 @@ const decideApproval = (command: CommandOf<'DecideApproval'>, state: Conversatio
       ...(reason ? { reason } : {}),
       at,
       ...withRequest(request),
+      ...clientDeadline,
     },
   };
   if (decision === 'approve') return [decided];
@@ -339,21 +370,76 @@ const recordToolResult = (
   if (call.state === 'awaiting_approval') {
     throw new ConversationConflictError('tool call ran before its approval', { toolCallId: call.toolCallId });
   }
-  const { toolCallId, ok, result, error, at } = command;
-  const { turnId } = state.turn;
-  const phases = state.turn.agent.phases;
+  return completeCall(state, state.turn, call, command);
+};
+
+/** The result of a call the turn waits for, and the phase change a success makes. */
+const completeCall = (
+  state: Conversation,
+  turn: CurrentTurn,
+  call: TurnToolCall,
+  outcome: { ok: boolean; result?: unknown; error?: EventError; at: string },
+): ConversationEvent[] => {
+  const { toolCallId } = call;
+  const { ok, result, error, at } = outcome;
+  const { turnId } = turn;
+  const phases = turn.agent.phases;
   const from = state.phase ?? phases?.initial;
   const to = ok && phases ? nextPhase(phases, from, call.name) : from;
   const phaseChange: ConversationEvent[] =
     from !== undefined && to !== undefined && to !== from
       ? [{ type: 'PhaseChanged', data: { turnId, from, to, toolCallId, at } }]
       : [];
-  const outcome = ok ? { result } : { error: error ?? { code: 'tool_error', message: 'the tool failed' } };
+  const recorded = ok ? { result } : { error: error ?? { code: 'tool_error', message: 'the tool failed' } };
   const completed: ConversationEvent = {
     type: 'ToolCallCompleted',
-    data: { turnId, toolCallId, name: call.name, ok, ...outcome, at },
+    data: { turnId, toolCallId, name: call.name, ok, ...recorded, at },
   };
   return afterToolCalls(state, [completed, ...phaseChange], at);
+};
+
+/**
+ * The client's answer to a client call: the first of answer and timeout wins. Unknown (or not
+ * a client call): not found; answered, timed out, not yet approved, or past its deadline: conflict.
+ */
+const submitToolResult = (
+  command: CommandOf<'SubmitToolResult'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  requireExists(state);
+  const { toolCallId, at } = command;
+  const call = state.turn?.toolCalls.find((c) => c.toolCallId === toolCallId && c.executor === 'client');
+  if (!state.turn || !call) {
+    const seen = state.messages.some((m) => m.role === 'tool' && m.toolCallId === toolCallId);
+    if (seen) throw new ConversationConflictError('the tool call was answered already', { toolCallId });
+    throw new NotFoundError('tool call not found', { details: { toolCallId } });
+  }
+  if (call.state === 'completed') {
+    throw new ConversationConflictError('the tool call was answered already', { toolCallId });
+  }
+  if (call.state === 'awaiting_approval' || call.deadline === undefined) {
+    throw new ConversationConflictError('the tool call awaits its approval', { toolCallId });
+  }
+  if (Date.parse(at) >= Date.parse(call.deadline)) {
+    throw new ConversationConflictError('the tool call is past its deadline', { toolCallId });
+  }
+  return completeCall(state, state.turn, call, command);
+};
+
+/**
+ * A client call's deadline came: it times out, once. Answered already, or not due (a clock
+ * behind the deadline's), or no such call: nothing.
+ */
+const expireClientCall = (
+  command: CommandOf<'ExpireClientCall'>,
+  state: Conversation,
+): ConversationEvent[] => {
+  const { toolCallId, at } = command;
+  const call = state.turn?.toolCalls.find((c) => c.toolCallId === toolCallId && c.executor === 'client');
+  if (!state.turn || !call || call.state !== 'requested' || call.deadline === undefined) return [];
+  if (Date.parse(at) < Date.parse(call.deadline)) return [];
+  const message = `the client did not answer by ${call.deadline}`;
+  return completeCall(state, state.turn, call, { ok: false, error: { code: 'timeout', message }, at });
 };
 
 /**
@@ -468,6 +554,10 @@ export const decide = (command: ConversationCommand, state: Conversation): Conve
       return decideApproval(command, state);
     case 'RecordToolResult':
       return recordToolResult(command, state);
+    case 'SubmitToolResult':
+      return submitToolResult(command, state);
+    case 'ExpireClientCall':
+      return expireClientCall(command, state);
     case 'RecordChildApproval':
       return recordChildApproval(command, state);
     case 'FailTurn':

@@ -21,8 +21,8 @@ import type {
 } from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from './conversation.commands.js';
 import { ConversationConflictError, conversationDecider } from './conversation.decider.js';
-import type { Conversation } from './conversation.state.js';
-import { acceptedRequest } from './conversation.state.js';
+import type { Conversation, PendingClientCall } from './conversation.state.js';
+import { acceptedRequest, pendingClientCalls } from './conversation.state.js';
 import { classifyIntent } from '../turn/intents.js';
 import { withDefaults } from '../models/agent-defaults.js';
 import type { Entity } from '../turn/working-memory.js';
@@ -36,7 +36,7 @@ import type { TenantConfigService } from '../tenant-config/tenant-config.service
 export interface ConversationView {
   id: string;
   agentId: string;
-  status: 'idle' | 'running' | 'awaiting_approval' | 'failed';
+  status: 'idle' | 'running' | 'awaiting_approval' | 'awaiting_client' | 'failed';
   version: number;
   createdAt: string;
   /** The title given at creation, if any. */
@@ -57,6 +57,8 @@ export interface ConversationView {
     args: unknown;
     requestedAt: string;
   }>;
+  /** Client tool calls the client is to answer, in the order asked (API `pendingClientCalls`). */
+  pendingClientCalls: PendingClientCall[];
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
   /** The prompt fill of the last model call in tokens; 0 before any. */
   contextTokens: number;
@@ -296,6 +298,32 @@ export class ConversationService {
     return { turnId };
   }
 
+  /**
+   * Records the client's answer to a client call (API `POST …/tool-results/{toolCallId}`).
+   * `checkResult` sees a successful answer with its tool's name first (the tool's outputSchema,
+   * a ValidationError naming the field): a refused answer writes nothing. The decider answers
+   * unknown calls (not found) and late or second answers (conflict).
+   */
+  async submitToolResult(
+    ctx: CallContext,
+    conversationId: string,
+    input: { toolCallId: string; ok: boolean; result?: unknown; error?: EventError },
+    checkResult: (tool: string, result: unknown) => Promise<void>,
+  ): Promise<{ toolCallId: string }> {
+    const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
+    const call = state.turn?.toolCalls.find((c) => c.toolCallId === input.toolCallId);
+    if (call?.executor === 'client' && call.state === 'requested' && input.ok) {
+      await checkResult(call.name, input.result);
+    }
+    await this.run(ctx, conversationId, {
+      type: 'SubmitToolResult',
+      ...input,
+      by: ctx.userId,
+      at: this.clock(),
+    });
+    return { toolCallId: input.toolCallId };
+  }
+
   /** Records a tool's outcome (from the tools service's ToolCallExecuted event). */
   async recordToolResult(
     ctx: CallContext,
@@ -327,6 +355,7 @@ export class ConversationService {
         args,
         requestedAt,
       })),
+      pendingClientCalls: pendingClientCalls(state),
       usage: {
         promptTokens: state.usage.promptTokens,
         completionTokens: state.usage.completionTokens,

@@ -32,11 +32,33 @@ export interface TurnToolCall {
   affects?: string[];
   /** Whether it succeeded, once completed. */
   ok?: boolean;
+  /** `client` when the connected client runs it (API "Client tools"). */
+  executor?: 'client';
+  /** A client call's time limit, from its ToolCallRequested. */
+  timeoutMs?: number;
+  /** A client call's deadline, once it may run (requested without approval, or approved). */
+  deadline?: string;
   /** A sub-agent call's child conversation. */
   childConversationId?: string;
   /** A sub-agent call's descendants' approvals shown in this stream (each once). */
   childApprovals?: string[];
 }
+
+/** A client call the client is to answer now (API `pendingClientCalls`). */
+export interface PendingClientCall {
+  toolCallId: string;
+  tool: string;
+  args: unknown;
+  deadline: string;
+}
+
+/** The running turn's client calls that wait for the client's answer, in the order asked. */
+export const pendingClientCalls = (state: Conversation): PendingClientCall[] =>
+  (state.turn?.toolCalls ?? []).flatMap((c) =>
+    c.executor === 'client' && c.state === 'requested' && c.deadline !== undefined
+      ? [{ toolCallId: c.toolCallId, tool: c.name, args: c.args, deadline: c.deadline }]
+      : [],
+  );
 
 /** What the turn's successful tool calls changed: their `affects`, sorted, unique. */
 export const affectedBy = (turn: CurrentTurn): string[] =>
@@ -77,7 +99,7 @@ export type AcceptedRequestOutcome =
 export interface Conversation {
   id: string;
   agentId: string;
-  status: 'new' | 'idle' | 'running' | 'awaiting_approval' | 'failed';
+  status: 'new' | 'idle' | 'running' | 'awaiting_approval' | 'awaiting_client' | 'failed';
   createdAt: string;
   title?: string;
   /** The string metadata given at creation, as PATCH replaced it since. */
@@ -191,9 +213,15 @@ export const evolve = (state: Conversation, event: ConversationEvent): Conversat
 export const acceptedRequest = (state: Conversation, key: string): AcceptedRequestOutcome | undefined =>
   Object.hasOwn(state.requests, key) ? state.requests[key] : undefined;
 
-/** The status a running turn has: paused while any of its tool calls awaits a decision. */
-const runningStatus = (turn: CurrentTurn): Conversation['status'] =>
-  turn.toolCalls.some((c) => c.state === 'awaiting_approval') ? 'awaiting_approval' : 'running';
+/**
+ * The status a running turn has: paused while any of its tool calls awaits a decision, else
+ * while any client call awaits the client's answer.
+ */
+const runningStatus = (turn: CurrentTurn): Conversation['status'] => {
+  if (turn.toolCalls.some((c) => c.state === 'awaiting_approval')) return 'awaiting_approval';
+  const client = turn.toolCalls.some((c) => c.executor === 'client' && c.state === 'requested');
+  return client ? 'awaiting_client' : 'running';
+};
 
 const withTurn = (state: Conversation, turn: CurrentTurn): Conversation => ({
   ...state,
@@ -312,14 +340,17 @@ const usageRecorded = (state: Conversation, { data }: EventOf<'UsageRecorded'>):
 
 const toolCallRequested = (state: Conversation, { data }: EventOf<'ToolCallRequested'>): Conversation => {
   if (!state.turn) return state;
+  const { toolCallId, name, args, approvalRequired, affects, executor, timeoutMs, deadline } = data;
   const { childConversationId } = data;
-  const { toolCallId, name, args, approvalRequired, affects } = data;
   const call: TurnToolCall = {
     toolCallId,
     name,
     args,
     state: approvalRequired ? 'awaiting_approval' : 'requested',
     ...(affects && affects.length > 0 ? { affects } : {}),
+    ...(executor ? { executor } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(deadline !== undefined ? { deadline } : {}),
     ...(childConversationId !== undefined ? { childConversationId } : {}),
   };
   return withTurn(state, { ...state.turn, toolCalls: [...state.turn.toolCalls, call] });
@@ -333,14 +364,15 @@ const approvalRequested = (state: Conversation, { data }: EventOf<'ApprovalReque
 };
 
 const approvalDecided = (state: Conversation, { data }: EventOf<'ApprovalDecided'>): Conversation => {
-  const { approvalId, toolCallId, decision } = data;
+  const { approvalId, toolCallId, decision, deadline } = data;
   const next = {
     ...state,
     pendingApprovals: state.pendingApprovals.filter((a) => a.approvalId !== approvalId),
     decidedApprovals: [...state.decidedApprovals, approvalId],
   };
   if (!state.turn || decision === 'deny') return state.turn ? withTurn(next, state.turn) : next;
-  return withTurn(next, updateCall(state.turn, toolCallId, { state: 'requested' }));
+  const change = deadline === undefined ? {} : { deadline };
+  return withTurn(next, updateCall(state.turn, toolCallId, { state: 'requested', ...change }));
 };
 
 const toolCallCompleted = (state: Conversation, { data }: EventOf<'ToolCallCompleted'>): Conversation => {

@@ -25,6 +25,7 @@ import type {
   SubmitFeedbackRequest,
   SubmitMessageRequest,
   SubmitMessageResponse,
+  SubmitToolResultRequest,
   UpdateConversationRequest,
 } from '@keel/proto/keel/agent/v1/agent';
 import { AgentServiceControllerMethods } from '@keel/proto/keel/agent/v1/agent';
@@ -35,6 +36,7 @@ import type {
   GetConversationResponse,
   ListConversationsResponse,
   SubmitFeedbackResponse,
+  SubmitToolResultResponse,
   UpdateConversationResponse,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
@@ -50,6 +52,7 @@ import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import {
   agentDefinitionOf,
   agentMessage,
+  clientAnswerOf,
   builtinToolMessage,
   conversationMessage,
   decisionMessage,
@@ -227,12 +230,31 @@ export class AgentController implements AgentServiceController {
     });
   }
 
+  submitToolResult(request: SubmitToolResultRequest): Promise<SubmitToolResultResponse> {
+    return this.call('SubmitToolResult', request.context, EDITOR, async (ctx) => {
+      const input = request.request;
+      const conversationId = required(input?.conversationId, 'request.conversationId');
+      const toolCallId = required(input?.toolCallId, 'request.toolCallId');
+      const answer = clientAnswerOf(input?.ok === true, input?.resultJson, input?.errorMessage);
+      return this.conversations.submitToolResult(
+        ctx,
+        conversationId,
+        { toolCallId, ...answer },
+        async (tool, result) => {
+          const schema = ownValue((await this.config.load(ctx.tenantId)).tools, tool)?.outputSchema;
+          if (schema) this.catalog.assertResult(schema, result);
+        },
+      );
+    });
+  }
+
   putTool(request: PutToolRequest): Promise<PutToolResponse> {
     return this.call('PutTool', request.context, ADMIN, async (ctx) => {
       if (!request.tool) throw requiredField('tool');
       const tool = toolDefinitionOf(request.tool);
       // The decider checks the shape; only a JSON-schema compiler can say the schema works.
       this.catalog.assertToolSchema(tool.inputSchema);
+      if (tool.outputSchema) this.catalog.assertOutputSchema(tool.outputSchema);
       const state = await this.config.apply(ctx, { type: 'PutTool', tool, at: now() });
       return { tool: toolMessage(ownValue(state.tools, tool.name) ?? tool) };
     });

@@ -39,6 +39,7 @@ const STATUS: Record<ConversationView['status'], ConversationStatus> = {
   idle: ConversationStatus.IDLE,
   running: ConversationStatus.RUNNING,
   awaiting_approval: ConversationStatus.AWAITING_APPROVAL,
+  awaiting_client: ConversationStatus.AWAITING_CLIENT,
   failed: ConversationStatus.FAILED,
 };
 
@@ -115,6 +116,12 @@ export const conversationMessage = (view: ConversationView): ConversationMessage
     argsJson: jsonText(a.args),
     requestedAt: a.requestedAt,
   })),
+  pendingClientCalls: view.pendingClientCalls.map((c) => ({
+    toolCallId: c.toolCallId,
+    tool: c.tool,
+    argsJson: jsonText(c.args),
+    deadline: c.deadline,
+  })),
   usage: { ...view.usage },
   contextTokens: view.contextTokens,
   ...(view.parentConversationId ? { parentConversationId: view.parentConversationId } : {}),
@@ -186,14 +193,41 @@ export const toolDefinitionOf = (tool: ToolMessage): ToolDefinition => {
     inputSchema: jsonObject(tool.inputSchemaJson, 'tool.inputSchemaJson'),
     kind: (tool.kind || 'webhook') as ToolDefinition['kind'],
     url: tool.url,
+    ...outputSchemaOf(tool.outputSchemaJson),
     approval: approvalOfText(tool.approval),
     roles: [...tool.roles] as KeyRole[],
     phases: [...tool.phases],
-    timeoutMs: tool.timeoutMs || DEFAULT_TOOL_TIMEOUT_MS,
+    timeoutMs:
+      tool.timeoutMs || (tool.kind === 'client' ? DEFAULT_CLIENT_TOOL_TIMEOUT_MS : DEFAULT_TOOL_TIMEOUT_MS),
     ...memoryOf(tool.memoryJson),
     ...(tool.affects.length > 0 ? { affects: [...new Set(tool.affects)] } : {}),
   };
 };
+
+/**
+ * A client's answer as SubmitToolResult carries it: ok with its result (JSON text; absent:
+ * null), or an error the model reads (`client_error` with the client's message).
+ */
+export const clientAnswerOf = (
+  ok: boolean,
+  resultJson: string | undefined,
+  errorMessage: string | undefined,
+): { ok: boolean; result?: unknown; error?: { code: string; message: string } } => {
+  if (!ok) return { ok, error: { code: 'client_error', message: errorMessage || 'the client tool failed' } };
+  if (resultJson === undefined || resultJson === '') return { ok, result: null };
+  try {
+    return { ok, result: JSON.parse(resultJson) as unknown };
+  } catch {
+    throw new ValidationError('result is not valid JSON', { field: 'result' });
+  }
+};
+
+/** A client tool's time limit when PutTool gives none (API "Client tools": 90 s). */
+export const DEFAULT_CLIENT_TOOL_TIMEOUT_MS = 90_000;
+
+/** A client tool's result schema from PutTool's `outputSchemaJson` (empty: none). */
+const outputSchemaOf = (json: string): { outputSchema?: Record<string, unknown> } =>
+  json.trim() === '' ? {} : { outputSchema: jsonObject(json, 'outputSchema') };
 
 /** A tool's memory declarations from PutTool's `memoryJson`, checked (JSONPaths), naming the field. */
 const memoryOf = (json: string): { memory?: MemoryDeclaration[] } => {
@@ -242,6 +276,7 @@ export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
   builtin: false,
   memoryJson: tool.memory ? JSON.stringify(tool.memory) : '',
   affects: [...(tool.affects ?? [])],
+  outputSchemaJson: tool.outputSchema ? JSON.stringify(tool.outputSchema) : '',
 });
 
 /** A built-in tool as ListTools answers it: callable by any role in any phase, never approved. */
@@ -258,6 +293,7 @@ export const builtinToolMessage = (tool: BuiltinToolInfo): ToolMessage => ({
   builtin: true,
   memoryJson: '',
   affects: [],
+  outputSchemaJson: '',
 });
 
 const phasesOf = (text: string): AgentPhases | undefined => {

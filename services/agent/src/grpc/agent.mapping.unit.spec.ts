@@ -102,6 +102,7 @@ describe('configuration requests', () => {
     builtin: true,
     memoryJson: '',
     affects: [],
+    outputSchemaJson: '',
   };
 
   it('fills the API defaults of a tool and parses its schema', () => {
@@ -188,6 +189,9 @@ describe('conversationMessage', () => {
           requestedAt: 'now',
         },
       ],
+      pendingClientCalls: [
+        { toolCallId: 't2', tool: 'read_page', args: { id: 'p1' }, deadline: '2026-01-01T00:01:30.000Z' },
+      ],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
       contextTokens: 10,
       entities: [
@@ -223,6 +227,9 @@ describe('conversationMessage', () => {
           requestedAt: 'now',
         },
       ],
+      pendingClientCalls: [
+        { toolCallId: 't2', tool: 'read_page', argsJson: '{"id":"p1"}', deadline: '2026-01-01T00:01:30.000Z' },
+      ],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
       contextTokens: 10,
       entities: [
@@ -245,6 +252,7 @@ describe('conversationMessage with what creation gave', () => {
       metadata: { ticket: 'T-1' },
       messages: [],
       pendingApprovals: [],
+      pendingClientCalls: [],
       usage: { promptTokens: 0, completionTokens: 0, costUsd: 0 },
       contextTokens: 0,
       entities: [],

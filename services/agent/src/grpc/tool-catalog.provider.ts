@@ -1,5 +1,5 @@
 import { ArgsValidator, BUILTIN_TOOLS } from '@keel/tooling';
-import { messageOf } from '@keel/core';
+import { ValidationError, messageOf } from '@keel/core';
 import type { BuiltinToolInfo, ToolCatalog } from '../turn/tool-catalog.js';
 
 /** Nest injection token of the agent's ToolCatalog. */
@@ -31,5 +31,28 @@ export class AjvToolCatalog implements ToolCatalog {
   /** For PutTool: an object schema within the size limit that compiles; a ValidationError naming `inputSchema` otherwise. */
   assertToolSchema(schema: unknown): void {
     this.#validator.assertToolSchema(schema);
+  }
+
+  /** For PutTool: a client tool's outputSchema compiles; a ValidationError naming `outputSchema` otherwise. */
+  assertOutputSchema(schema: Record<string, unknown>): void {
+    try {
+      this.#validator.compile(schema);
+    } catch (error) {
+      throw new ValidationError(`outputSchema is not a valid JSON Schema: ${messageOf(error)}`, {
+        field: 'outputSchema',
+      });
+    }
+  }
+
+  /**
+   * A client's answer against its tool's outputSchema: a ValidationError naming the first field
+   * off it (`result.title`, `result` for the whole value).
+   */
+  assertResult(schema: Record<string, unknown>, result: unknown): void {
+    const [problem, ...more] = this.validate(schema, result);
+    if (!problem) return;
+    const field = `result${problem.path.replace(/^\$/, '')}`;
+    const others = more.length > 0 ? ` (and ${more.length} more)` : '';
+    throw new ValidationError(`${field} ${problem.message}${others}`, { field });
   }
 }

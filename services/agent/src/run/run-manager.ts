@@ -6,8 +6,9 @@ import type { KeelLogger } from '@keel/runtime';
 import type { CallContext } from '../call-context.js';
 import type { ConversationService } from '../conversation/conversation.service.js';
 import { acceptedRequestOf } from '../grpc/accepted-request.js';
-import type { RunDeadlines } from './run-deadlines.js';
-import { InMemoryRunDeadlines } from './run-deadlines.js';
+import { DeadlineAlarm } from '../deadlines/deadline-alarm.js';
+import type { Deadlines } from '../deadlines/deadlines.js';
+import { InMemoryDeadlines } from '../deadlines/deadlines.js';
 import type { RunAction } from './run-policy.js';
 import type { LiveUsage } from './run-policy.js';
 import { nextActions, taskOutcomeOf, turnUsageOf } from './run-policy.js';
@@ -32,8 +33,8 @@ export interface RunManagerDeps {
   runs: RunService;
   conversations: ConversationService;
   logger: KeelLogger;
-  /** Where running runs' deadlines are kept across restarts (default: in memory). */
-  deadlines?: RunDeadlines;
+  /** Where running runs' deadlines (id: the run id) are kept across restarts (default: in memory). */
+  deadlines?: Deadlines;
   clock?: () => string;
 }
 
@@ -46,19 +47,25 @@ export interface RunManagerDeps {
  */
 export class RunManager {
   private consumers: Consumer[] = [];
-  private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly clock: () => string;
-  private readonly deadlines: RunDeadlines;
+  /** Wakes a run at its deadline, so a run with a stuck task still times out (after restarts too). */
+  private readonly alarm: DeadlineAlarm;
 
   constructor(private readonly deps: RunManagerDeps) {
     this.clock = deps.clock ?? (() => new Date().toISOString());
-    this.deadlines = deps.deadlines ?? new InMemoryRunDeadlines();
+    this.alarm = new DeadlineAlarm({
+      deadlines: deps.deadlines ?? new InMemoryDeadlines(),
+      onDue: ({ tenantId, id }) => this.advance(tenantId, id),
+      onError: ({ tenantId, id }, error) =>
+        deps.logger.warn({ tenantId, runId: id, err: error }, 'the run deadline check failed'),
+      clock: () => Date.parse(this.clock()),
+    });
   }
 
   async start(): Promise<void> {
     const { bus } = this.deps;
     // Every run that had not ended when the last process stopped is woken at its deadline again.
-    for (const { tenantId, runId, dueAt } of await this.deadlines.all()) this.armAt(tenantId, runId, dueAt);
+    await this.alarm.start();
     this.consumers = [
       await bus.consume(
         {
@@ -82,8 +89,7 @@ export class RunManager {
   }
 
   async stop(): Promise<void> {
-    for (const timer of this.timers.values()) clearTimeout(timer);
-    this.timers.clear();
+    this.alarm.stop();
     await Promise.all(this.consumers.map((c) => c.stop()));
     this.consumers = [];
   }
@@ -154,16 +160,14 @@ export class RunManager {
     }
     const ctx = await this.contextOf(tenantId, runId);
     if (hasEnded(state)) {
-      this.disarm(runId);
-      await this.deadlines.remove(tenantId, runId);
+      await this.alarm.clear(tenantId, runId);
       await Promise.all(
         state.tasks.filter((t) => t.status === 'cancelled').map((t) => this.cancelTurn(ctx, t)),
       );
       return;
     }
-    if (!this.timers.has(runId)) {
-      await this.deadlines.record({ tenantId, runId, dueAt: state.deadlineAt });
-      this.armAt(tenantId, runId, state.deadlineAt);
+    if (!this.alarm.isArmed(tenantId, runId)) {
+      await this.alarm.set({ tenantId, id: runId, dueAt: state.deadlineAt });
     }
     // A task recorded as started whose turn was never submitted (a kill in between) is submitted now.
     for (const task of state.tasks.filter((t) => t.status === 'running'))
@@ -236,28 +240,6 @@ export class RunManager {
       userId: actor?.userId ?? actor?.keyId ?? 'run-manager',
       correlationId: first?.metadata.correlationId ?? runId,
     };
-  }
-
-  /** Wakes the run at its deadline, so a run with a stuck task still times out. */
-  private armAt(tenantId: string, runId: string, dueAt: string): void {
-    if (this.timers.has(runId)) return;
-    const delay = Math.max(0, Date.parse(dueAt) - Date.parse(this.clock()));
-    const timer = setTimeout(
-      () => {
-        this.timers.delete(runId);
-        this.advance(tenantId, runId).catch((error: unknown) =>
-          this.deps.logger.warn({ tenantId, runId, err: error }, 'the run deadline check failed'),
-        );
-      },
-      Math.min(delay + 10, 2_147_000_000),
-    );
-    timer.unref();
-    this.timers.set(runId, timer);
-  }
-
-  private disarm(runId: string): void {
-    clearTimeout(this.timers.get(runId));
-    this.timers.delete(runId);
   }
 }
 

@@ -126,6 +126,28 @@ const checkUrl = (field: string, value: string, egress: EgressPolicy): void => {
  */
 const NO_TENANT_BASE_URL: readonly string[] = ['google'];
 
+/** A client call's longest deadline (API "Client tools": at most 600,000 ms). */
+const MAX_CLIENT_TIMEOUT_MS = 600_000;
+
+/**
+ * A webhook tool has a URL the egress policy lets through; a client tool (the connected client
+ * runs it) has none, and only it may declare an `outputSchema`.
+ */
+const checkKind = (tool: ToolDefinition, egress: EgressPolicy): void => {
+  if (tool.kind === 'client') {
+    if (tool.url) fail('url', 'a client tool has no url (the connected client runs it)');
+    if (tool.outputSchema !== undefined && JSON.stringify(tool.outputSchema).length > MAX_SCHEMA_BYTES) {
+      fail('outputSchema', `outputSchema must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
+    }
+    return;
+  }
+  if (tool.kind !== 'webhook') {
+    fail('kind', 'kind must be "webhook" or "client" (built-in tools cannot be defined)');
+  }
+  if (tool.outputSchema !== undefined) fail('outputSchema', 'only a client tool has an outputSchema');
+  checkUrl('url', tool.url, egress);
+};
+
 const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
   if (!TOOL_NAME.test(tool.name)) fail('name', 'name must match ^[a-zA-Z][a-zA-Z0-9_-]{0,63}$');
   if (PROTOTYPE_NAMES.has(tool.name)) fail('name', `"${tool.name}" is reserved`);
@@ -141,8 +163,7 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
   }
   if (tool.inputSchema?.type !== 'object')
     fail('inputSchema', 'inputSchema must be a JSON schema with type "object"');
-  if (tool.kind !== 'webhook') fail('kind', 'kind must be "webhook" (built-in tools cannot be defined)');
-  checkUrl('url', tool.url, egress);
+  checkKind(tool, egress);
   const approvalProblem = approvalPolicyProblem(tool.approval);
   if (approvalProblem) fail(approvalProblem.field, approvalProblem.message);
   if (JSON.stringify(tool.inputSchema).length > MAX_SCHEMA_BYTES) {
@@ -154,8 +175,9 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
   if (!Array.isArray(tool.roles) || tool.roles.some((r) => !ROLES.includes(r))) {
     fail('roles', 'roles must be a list of admin, editor, viewer');
   }
-  if (!Number.isInteger(tool.timeoutMs) || tool.timeoutMs < 100 || tool.timeoutMs > 120_000) {
-    fail('timeoutMs', 'timeoutMs must be an integer from 100 to 120000');
+  const maxTimeoutMs = tool.kind === 'client' ? MAX_CLIENT_TIMEOUT_MS : 120_000;
+  if (!Number.isInteger(tool.timeoutMs) || tool.timeoutMs < 100 || tool.timeoutMs > maxTimeoutMs) {
+    fail('timeoutMs', `timeoutMs must be an integer from 100 to ${maxTimeoutMs}`);
   }
   checkAffects(tool.affects);
 };

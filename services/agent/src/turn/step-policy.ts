@@ -139,6 +139,7 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
         ...(approval.required && approval.message !== undefined ? { approvalMessage: approval.message } : {}),
         ...(!approval.required && approval.byPolicy ? { passedByPolicy: true } : {}),
         ...(tool.affects && tool.affects.length > 0 ? { affects: tool.affects } : {}),
+        ...(tool.client ? { client: tool.client } : {}),
         ...(subAgent ? { childConversationId: subAgent.childConversationId } : {}),
       },
     };

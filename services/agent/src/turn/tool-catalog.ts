@@ -23,7 +23,12 @@ export interface ToolCatalog {
  * (judgeToolCall resolves it per call to the guard's never or always).
  */
 export type ResolvedTool = PromptTool &
-  Omit<GuardedTool, 'approval'> & { approval: ToolApproval; affects?: string[] };
+  Omit<GuardedTool, 'approval'> & {
+    approval: ToolApproval;
+    affects?: string[];
+    /** A client tool: the connected client runs its calls within `timeoutMs`. */
+    client?: { timeoutMs: number };
+  };
 
 /**
  * The tools an agent has, from the tenant's definitions, the built-ins and its MCP servers'
@@ -54,6 +59,7 @@ export const resolveTools = (names: string[], config: TenantConfig, catalog: Too
           roles: own.roles,
           phases: own.phases,
           ...(own.affects && own.affects.length > 0 ? { affects: own.affects } : {}),
+          ...(own.kind === 'client' ? { client: { timeoutMs: own.timeoutMs } } : {}),
         },
       ];
     }

@@ -44,6 +44,12 @@ export class ActivityProjection implements OnModuleInit {
     return this.activity.pendingApprovals(tenantId);
   }
 
+  /** Client tool calls waiting for their client after a catch-up: one tenant's, or every tenant's. */
+  async clientCallsPending(tenantId?: string): Promise<number> {
+    await this.catchUp();
+    return this.activity.clientCallsPending(tenantId);
+  }
+
   /** Running turns after a catch-up: one tenant's, or every tenant's. */
   async runningTurns(tenantId?: string): Promise<RunningTurn[]> {
     await this.catchUp();

@@ -36,6 +36,12 @@ export interface RunningTurn {
 export class Activity {
   private readonly turns = new Map<string, RunningTurn>();
   private readonly approvals = new Map<string, PendingApproval & { turnKey: string }>();
+  /**
+   * Client tool calls waiting for the client (API.md "Client tools"), by tenant and tool call id:
+   * from the event that gives the call its deadline (its ToolCallRequested, or the approval that
+   * lets it run) until its ToolCallCompleted (answer, timeout) or the end of its turn.
+   */
+  private readonly clientCalls = new Map<string, { tenantId: string; turnKey: string }>();
   /** The latest assistant text of each running turn: the `message` of an approval it asks for. */
   private readonly lastText = new Map<string, string>();
 
@@ -47,6 +53,7 @@ export class Activity {
     const event = asDecided<ConversationEvent>(recorded);
     const turnKey = (turnId: string) => `${tenantId}|${conversationId}|${turnId}`;
     if (recorded.type === CONVERSATION_DELETED) return this.forgetConversation(turnKey(''));
+    this.followClientCall(tenantId, event, turnKey);
     switch (event.type) {
       case 'TurnStarted':
         this.turns.set(turnKey(event.data.turnId), {
@@ -96,6 +103,28 @@ export class Activity {
       .sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.turnId.localeCompare(b.turnId));
   }
 
+  /** How many client tool calls wait for their client: one tenant's, or every tenant's. */
+  clientCallsPending(tenantId?: string): number {
+    return [...this.clientCalls.values()].filter((c) => tenantId === undefined || c.tenantId === tenantId)
+      .length;
+  }
+
+  /** A client call waits from the event that gives it a deadline until any result of it. */
+  private followClientCall(
+    tenantId: string,
+    event: ConversationEvent,
+    turnKey: (turnId: string) => string,
+  ): void {
+    if (event.type === 'ToolCallCompleted') {
+      this.clientCalls.delete(`${tenantId}|${event.data.toolCallId}`);
+      return;
+    }
+    if (event.type !== 'ToolCallRequested' && event.type !== 'ApprovalDecided') return;
+    if (event.data.deadline === undefined) return;
+    const { toolCallId, turnId } = event.data;
+    this.clientCalls.set(`${tenantId}|${toolCallId}`, { tenantId, turnKey: turnKey(turnId) });
+  }
+
   /** Pending approvals, oldest first: one tenant's, or every tenant's. */
   pendingApprovals(tenantId?: string): PendingApproval[] {
     return [...this.approvals.values()]
@@ -117,6 +146,9 @@ export class Activity {
     this.lastText.delete(key);
     for (const [approvalKey, approval] of this.approvals) {
       if (approval.turnKey === key) this.approvals.delete(approvalKey);
+    }
+    for (const [callKey, call] of this.clientCalls) {
+      if (call.turnKey === key) this.clientCalls.delete(callKey);
     }
   }
 }

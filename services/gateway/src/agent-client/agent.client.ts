@@ -4,6 +4,7 @@ import type { CallContext as CallContextMessage, DeepPartial } from '@keel/proto
 import {
   AgentServiceService,
   CancelTurnRequest,
+  SubmitToolResultRequest,
   CreateConversationRequest,
   DecideApprovalRequest,
   GetAgentRequest,
@@ -70,6 +71,7 @@ const REQUESTS: RequestMessages<AgentService> = {
   submitMessage: SubmitMessageRequest,
   decideApproval: DecideApprovalRequest,
   cancelTurn: CancelTurnRequest,
+  submitToolResult: SubmitToolResultRequest,
   updateConversation: UpdateConversationRequest,
   submitFeedback: SubmitFeedbackRequest,
   putTool: PutToolRequest,

@@ -67,23 +67,46 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     'timeoutMs',
     'memory',
     'affects',
+    'outputSchema',
   ]);
   const inputSchema = optionalJsonObject(object.inputSchema, 'inputSchema', MAX_SCHEMA_BYTES);
   if (inputSchema === undefined) fail('inputSchema', 'inputSchema is required (a JSON schema object)');
-  const { min, max } = TOOL_TIMEOUT_MS;
   return {
     name,
     description: optionalString(object.description, 'description', 2000) ?? '',
     inputSchemaJson: JSON.stringify(inputSchema),
-    kind: optionalWord(object.kind, 'kind', ['webhook'] as const) ?? 'webhook',
-    url: optionalString(object.url, 'url', 2048) ?? '',
+    ...toolKindOf(object),
     approval: approvalTextOf(object.approval),
     roles: optionalStrings(object.roles, 'roles', 3, 16) ?? [],
     phases: optionalStrings(object.phases, 'phases', 50, 64) ?? [],
-    timeoutMs: optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? TOOL_TIMEOUT_MS.default,
     memoryJson: memoryJsonOf(object.memory),
     affects: affectsOf(object.affects),
   };
+};
+
+/** A client tool's `timeoutMs` (its calls' deadline) when the body leaves it out, and its range. */
+export const CLIENT_TOOL_TIMEOUT_MS = { default: 90_000, min: 100, max: 600_000 } as const;
+
+/**
+ * What a tool's kind decides: a webhook has a `url` and a short `timeoutMs`; a client tool
+ * (API.md "Client tools") has no url, a deadline up to 600,000 ms and may have an `outputSchema`.
+ */
+const toolKindOf = (
+  object: Record<string, unknown>,
+): Pick<ToolMessage, 'kind' | 'url' | 'timeoutMs' | 'outputSchemaJson'> => {
+  const kind = optionalWord(object.kind, 'kind', ['webhook', 'client'] as const) ?? 'webhook';
+  const { min, max, default: fallback } = kind === 'client' ? CLIENT_TOOL_TIMEOUT_MS : TOOL_TIMEOUT_MS;
+  const timeoutMs = optionalIntegerIn(object.timeoutMs, 'timeoutMs', min, max) ?? fallback;
+  const outputSchema = optionalJsonObject(object.outputSchema, 'outputSchema', MAX_SCHEMA_BYTES);
+  if (kind === 'webhook') {
+    if (outputSchema !== undefined) fail('outputSchema', 'outputSchema is only for a client tool');
+    return { kind, url: optionalString(object.url, 'url', 2048) ?? '', timeoutMs, outputSchemaJson: '' };
+  }
+  if (object.url !== undefined) {
+    fail('url', 'url is not allowed: a client tool is run by the connected client');
+  }
+  const outputSchemaJson = outputSchema === undefined ? '' : JSON.stringify(outputSchema);
+  return { kind, url: '', timeoutMs, outputSchemaJson };
 };
 
 /** Most names a tool's `affects` may list, and the form of one (`pages`, `schema`, `cms.pages`). */

@@ -35,6 +35,7 @@ describe('tenant configuration bodies', () => {
       timeoutMs: 10_000, // absent: API.md's default; given, it must be in range
       memoryJson: '',
       affects: [],
+      outputSchemaJson: '',
     });
     expect(toolView({ ...tool, timeoutMs: 10_000, builtin: false })).toMatchObject({
       inputSchema: schema,

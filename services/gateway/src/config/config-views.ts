@@ -16,6 +16,8 @@ export interface ToolView {
   builtin: boolean;
   memory?: unknown;
   affects?: string[];
+  /** A client tool's result schema. */
+  outputSchema?: unknown;
 }
 
 /** An agent as `PUT /v1/agents/{id}` and `GET /v1/agents` answer it. */
@@ -51,6 +53,7 @@ export const toolView = (tool: ToolMessage & { builtin?: boolean }): ToolView =>
   builtin: tool.builtin === true,
   ...(tool.memoryJson ? { memory: parsed(tool.memoryJson) } : {}),
   ...(tool.affects && tool.affects.length > 0 ? { affects: tool.affects } : {}),
+  ...(tool.outputSchemaJson ? { outputSchema: parsed(tool.outputSchemaJson) } : {}),
 });
 
 /** The agent message as JSON: `agentId` is `id`, `phasesJson` is `phases`. */

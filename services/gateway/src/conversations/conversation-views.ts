@@ -50,6 +50,8 @@ export interface ConversationView {
     args: unknown;
     requestedAt: string;
   }>;
+  /** Client tool calls the client is to answer (API.md "Client tools"), in the order asked. */
+  pendingClientCalls: Array<{ toolCallId: string; tool: string; args: unknown; deadline: string }>;
   usage: { promptTokens: number; completionTokens: number; costUsd: number };
   /** The prompt fill of the last model call in tokens; 0 before any. */
   contextTokens: number;
@@ -107,6 +109,25 @@ export const conversationListView = (
   nextCursor: list.nextCursor ? list.nextCursor : null,
 });
 
+/** What the conversation waits for: people's approvals and the client's answers (args as JSON). */
+const pendingView = (
+  conversation: Conversation,
+): Pick<ConversationView, 'pendingApprovals' | 'pendingClientCalls'> => ({
+  pendingApprovals: (conversation.pendingApprovals ?? []).map((approval) => ({
+    approvalId: approval.approvalId,
+    toolCallId: approval.toolCallId,
+    tool: approval.tool,
+    args: json(approval.argsJson),
+    requestedAt: approval.requestedAt,
+  })),
+  pendingClientCalls: (conversation.pendingClientCalls ?? []).map((call) => ({
+    toolCallId: call.toolCallId,
+    tool: call.tool,
+    args: json(call.argsJson),
+    deadline: call.deadline,
+  })),
+});
+
 /** A message's latest rating as GET shows it; nothing when it has none. */
 const feedbackView = (
   feedback: { rating: string; comment?: string } | undefined,
@@ -144,13 +165,7 @@ export const conversationView = (conversation: Conversation): ConversationView =
     ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
     ...feedbackView(message.feedback),
   })),
-  pendingApprovals: (conversation.pendingApprovals ?? []).map((approval) => ({
-    approvalId: approval.approvalId,
-    toolCallId: approval.toolCallId,
-    tool: approval.tool,
-    args: json(approval.argsJson),
-    requestedAt: approval.requestedAt,
-  })),
+  ...pendingView(conversation),
   usage: {
     promptTokens: Number(conversation.usage?.promptTokens ?? 0),
     completionTokens: Number(conversation.usage?.completionTokens ?? 0),

@@ -17,6 +17,13 @@ type DurableMapping = {
   [T in ConversationEvent['type']]: ((data: Durable[T]['data']) => [string, unknown]) | null;
 };
 
+/** A client call's `tool.call` fields: its executor, and its deadline once it may run (no approval pending). */
+const clientCallOf = (d: {
+  executor?: 'client';
+  deadline?: string;
+}): { executor?: 'client'; deadline?: string } =>
+  d.executor === 'client' ? { executor: 'client', ...(d.deadline ? { deadline: d.deadline } : {}) } : {};
+
 const DURABLE: DurableMapping = {
   ConversationCreated: null,
   UserMessageAdded: null,
@@ -46,6 +53,7 @@ const DURABLE: DurableMapping = {
       name: d.name,
       args: d.args,
       ...(d.childConversationId ? { childConversationId: d.childConversationId } : {}),
+      ...clientCallOf(d),
     },
   ],
   ApprovalRequested: (d) => [
@@ -72,7 +80,16 @@ const DURABLE: DurableMapping = {
       ...(d.message !== undefined ? { message: d.message } : {}),
     },
   ],
-  ApprovalDecided: (d) => ['approval.decided', { approvalId: d.approvalId, decision: d.decision, by: d.by }],
+  ApprovalDecided: (d) => [
+    'approval.decided',
+    {
+      approvalId: d.approvalId,
+      decision: d.decision,
+      by: d.by,
+      // An approved client call: the client runs it now, by this deadline.
+      ...(d.deadline ? { toolCallId: d.toolCallId, deadline: d.deadline } : {}),
+    },
+  ],
   ApprovalDecidedByPolicy: (d) => [
     'approval.decided',
     { approvalId: d.approvalId, toolCallId: d.toolCallId, decision: 'approve', by: 'policy' },

@@ -14,6 +14,8 @@ import type {
   ListConversationsRequest,
   ListConversationsResponse,
   SendMessageRequest,
+  SubmitToolResultRequest,
+  SubmitToolResultResponse,
   TurnEvent,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import {
@@ -188,6 +190,25 @@ export class ConversationsGrpcController implements ConversationServiceControlle
       const key = idempotencyKeyFrom(request.idempotencyKey, metadata);
       return this.once(context, `CancelTurn ${conversationId}`, key, {}, () =>
         this.agent.call('cancelTurn', context, { request: { conversationId, idempotencyKey: key ?? '' } }),
+      );
+    });
+  }
+
+  /** A client tool call's answer (API.md "Client tools"); the agent refuses a second or late one. */
+  submitToolResult(
+    request: SubmitToolResultRequest,
+    metadata?: Metadata,
+    call?: HeaderSink,
+  ): Observable<SubmitToolResultResponse> {
+    const { conversationId, toolCallId, ok, resultJson, errorMessage } = request;
+    return this.unary('SubmitToolResult', EDITOR, metadata, call, request.actingUserId, (context) => {
+      const key = idempotencyKeyFrom(request.idempotencyKey, metadata);
+      const answer = {
+        ok,
+        ...(ok ? { resultJson: resultJson ?? '' } : { errorMessage: errorMessage ?? '' }),
+      };
+      return this.once(context, `SubmitToolResult ${conversationId}/${toolCallId}`, key, answer, () =>
+        this.agent.call('submitToolResult', context, { request: { conversationId, toolCallId, ...answer } }),
       );
     });
   }

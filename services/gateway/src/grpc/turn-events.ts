@@ -33,6 +33,9 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
       toolCallId: str(d.toolCallId),
       name: str(d.name),
       argsJson: json(d.args),
+      // A client call (API.md "Client tools"): who runs it and, once it may run, by when.
+      ...(typeof d.executor === 'string' ? { executor: d.executor } : {}),
+      ...(typeof d.deadline === 'string' ? { deadline: d.deadline } : {}),
     },
   }),
   'approval.required': (d) => ({
@@ -54,6 +57,8 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
             ? Decision.DENY
             : Decision.UNSPECIFIED,
       by: str(d.by),
+      ...(typeof d.toolCallId === 'string' ? { toolCallId: d.toolCallId } : {}),
+      ...(typeof d.deadline === 'string' ? { deadline: d.deadline } : {}),
     },
   }),
   'tool.result': (d) => ({

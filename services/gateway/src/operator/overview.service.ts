@@ -27,9 +27,10 @@ export class OverviewService {
   async overview(tz: string): Promise<Overview> {
     const { today, monthStart } = todayIn(tz);
     await this.directory.catchUp();
-    const [turns, approvals, letters, month] = await Promise.all([
+    const [turns, approvals, clientCalls, letters, month] = await Promise.all([
       this.activity.runningTurns(),
       this.activity.pendingApprovals(),
+      this.activity.clientCallsPending(),
       this.infra.bus.deadLetters.list({ limit: DEAD_LETTER_COUNT_CAP }),
       this.usage.read({ tenantId: 'all-tenants', from: monthStart, to: today, tz, groupBy: GroupBy.DAY }),
     ]);
@@ -38,7 +39,7 @@ export class OverviewService {
       tenants: this.directory.tenants().length,
       turnsRunning: turns.length,
       approvalsPending: approvals.length,
-      clientCallsPending: 0,
+      clientCallsPending: clientCalls,
       deadLetters: letters.length,
       costTodayUsd: todayRow?.costUsd ?? 0,
       costMonthUsd: month.totals.costUsd,

@@ -15,12 +15,14 @@ export interface RequestedCall {
   name: string;
   args: unknown;
   approvalRequired: boolean;
+  /** True for a client tool's call: the connected client runs it, never this service. */
+  client: boolean;
   /** The event's version in the conversation stream. */
   version: number;
 }
 
 /** Why a requested call is not run after all. */
-export type SkipReason = 'turn-cancelled' | 'result-recorded';
+export type SkipReason = 'turn-cancelled' | 'result-recorded' | 'client-call';
 
 const record = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -42,7 +44,8 @@ export const triggerOf = (event: RecordedEvent): CallTrigger | undefined => {
   if (!data || !toolCallId || !turnId) return undefined;
   // A sub-agent call runs a child conversation: the agent service runs it, not this one.
   if (event.type === 'ToolCallRequested' && typeof data.childConversationId === 'string') return undefined;
-  if (event.type === 'ToolCallRequested' && data.approvalRequired === false) {
+  // A client tool's call is the connected client's to run (its approval is checked on the request).
+  if (event.type === 'ToolCallRequested' && data.approvalRequired === false && data.executor !== 'client') {
     return { toolCallId, turnId, approvalGranted: false };
   }
   if (event.type === 'ApprovalDecided' && data.decision === 'approve') {
@@ -65,6 +68,7 @@ export const requestedCall = (event: RecordedEvent): RequestedCall | undefined =
     name,
     args: data.args,
     approvalRequired: data.approvalRequired === true,
+    client: data.executor === 'client',
     version: event.version,
   };
 };
@@ -87,8 +91,9 @@ export const findRequest = (
  */
 export const skipReason = (
   later: readonly RecordedEvent[],
-  call: Pick<RequestedCall, 'turnId' | 'toolCallId' | 'version'>,
+  call: Pick<RequestedCall, 'turnId' | 'toolCallId' | 'version'> & { client?: boolean },
 ): SkipReason | undefined => {
+  if (call.client) return 'client-call';
   for (const event of later) {
     if (event.version <= call.version) continue;
     const data = record(event.data);

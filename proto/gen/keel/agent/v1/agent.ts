@@ -21,9 +21,11 @@ import {
   ListConversationsRequest as ListConversationsRequest3,
   ListConversationsResponse,
   SendMessageRequest,
-  SubmitFeedbackRequest as SubmitFeedbackRequest7,
+  SubmitFeedbackRequest as SubmitFeedbackRequest8,
   SubmitFeedbackResponse,
-  UpdateConversationRequest as UpdateConversationRequest6,
+  SubmitToolResultRequest as SubmitToolResultRequest6,
+  SubmitToolResultResponse,
+  UpdateConversationRequest as UpdateConversationRequest7,
   UpdateConversationResponse,
 } from "../../conversations/v1/conversations.js";
 import { Actor } from "../../events/v1/envelope.js";
@@ -110,6 +112,16 @@ export interface CancelTurnRequest {
   request?: CancelTurnRequest5 | undefined;
 }
 
+/** Request of AgentService.SubmitToolResult. */
+export interface SubmitToolResultRequest {
+  /** Caller identity and correlation. */
+  context?:
+    | CallContext
+    | undefined;
+  /** The public request, as received by the gateway. */
+  request?: SubmitToolResultRequest6 | undefined;
+}
+
 /** Request of AgentService.UpdateConversation. */
 export interface UpdateConversationRequest {
   /** Caller identity and correlation. */
@@ -117,7 +129,7 @@ export interface UpdateConversationRequest {
     | CallContext
     | undefined;
   /** The public request, as received by the gateway. */
-  request?: UpdateConversationRequest6 | undefined;
+  request?: UpdateConversationRequest7 | undefined;
 }
 
 /** Request of AgentService.SubmitFeedback. */
@@ -127,7 +139,7 @@ export interface SubmitFeedbackRequest {
     | CallContext
     | undefined;
   /** The public request, as received by the gateway. */
-  request?: SubmitFeedbackRequest7 | undefined;
+  request?: SubmitFeedbackRequest8 | undefined;
 }
 
 /** Response of AgentService.SubmitMessage. */
@@ -155,9 +167,9 @@ export interface Tool {
   description: string;
   /** JSON Schema of the arguments as JSON text: an object schema (`"type": "object"`). */
   inputSchemaJson: string;
-  /** `webhook` for tenant tools (empty in PutTool means `webhook`); `builtin` for built-ins. */
+  /** `webhook` or `client` for tenant tools (empty in PutTool means `webhook`); `builtin` for built-ins. */
   kind: string;
-  /** http(s) URL the tools service POSTs calls to (webhook tools); empty for built-ins. */
+  /** http(s) URL the tools service POSTs calls to (webhook tools); empty for built-ins and client tools. */
   url: string;
   /**
    * `never` (empty in PutTool means `never`), `always`, or an approval policy as JSON text
@@ -168,7 +180,10 @@ export interface Tool {
   roles: string[];
   /** Agent phases the tool may run in; empty means every phase. */
   phases: string[];
-  /** Time limit of one call in milliseconds, 100 to 120000; 0 in PutTool means 10000. */
+  /**
+   * Time limit of one call in milliseconds: webhook 100 to 120000, 0 in PutTool means 10000;
+   * client 100 to 600000, 0 in PutTool means 90000 (the call's deadline).
+   */
   timeoutMs: number;
   /** True for the platform's built-in tools (read-only here); ignored in PutTool. */
   builtin: boolean;
@@ -182,6 +197,8 @@ export interface Tool {
    * characters): `turn.completed` reports their union as `affected`. Empty: none.
    */
   affects: string[];
+  /** Client tools: JSON Schema their results must match, as JSON text; empty: any JSON. */
+  outputSchemaJson: string;
 }
 
 /** Request of AgentService.PutTool. */
@@ -986,6 +1003,95 @@ export const CancelTurnRequest: MessageFns<CancelTurnRequest> = {
   },
 };
 
+function createBaseSubmitToolResultRequest(): SubmitToolResultRequest {
+  return {};
+}
+
+export const SubmitToolResultRequest: MessageFns<SubmitToolResultRequest> = {
+  encode(message: SubmitToolResultRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.context !== undefined) {
+      CallContext.encode(message.context, writer.uint32(10).fork()).join();
+    }
+    if (message.request !== undefined) {
+      SubmitToolResultRequest6.encode(message.request, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitToolResultRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitToolResultRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.context = CallContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = SubmitToolResultRequest6.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitToolResultRequest {
+    return {
+      context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
+      request: isSet(object.request) ? SubmitToolResultRequest6.fromJSON(object.request) : undefined,
+    };
+  },
+
+  toJSON(message: SubmitToolResultRequest): unknown {
+    const obj: any = {};
+    if (message.context !== undefined) {
+      obj.context = CallContext.toJSON(message.context);
+    }
+    if (message.request !== undefined) {
+      obj.request = SubmitToolResultRequest6.toJSON(message.request);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitToolResultRequest>, I>>(base?: I): SubmitToolResultRequest {
+    return SubmitToolResultRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitToolResultRequest>, I>>(object: I): SubmitToolResultRequest {
+    const message = createBaseSubmitToolResultRequest();
+    message.context = (object.context !== undefined && object.context !== null)
+      ? CallContext.fromPartial(object.context)
+      : undefined;
+    message.request = (object.request !== undefined && object.request !== null)
+      ? SubmitToolResultRequest6.fromPartial(object.request)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseUpdateConversationRequest(): UpdateConversationRequest {
   return {};
 }
@@ -996,7 +1102,7 @@ export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = 
       CallContext.encode(message.context, writer.uint32(10).fork()).join();
     }
     if (message.request !== undefined) {
-      UpdateConversationRequest6.encode(message.request, writer.uint32(18).fork()).join();
+      UpdateConversationRequest7.encode(message.request, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -1027,7 +1133,7 @@ export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = 
               break;
             }
 
-            message.request = UpdateConversationRequest6.decode(reader, reader.uint32());
+            message.request = UpdateConversationRequest7.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1045,7 +1151,7 @@ export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = 
   fromJSON(object: any): UpdateConversationRequest {
     return {
       context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
-      request: isSet(object.request) ? UpdateConversationRequest6.fromJSON(object.request) : undefined,
+      request: isSet(object.request) ? UpdateConversationRequest7.fromJSON(object.request) : undefined,
     };
   },
 
@@ -1055,7 +1161,7 @@ export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = 
       obj.context = CallContext.toJSON(message.context);
     }
     if (message.request !== undefined) {
-      obj.request = UpdateConversationRequest6.toJSON(message.request);
+      obj.request = UpdateConversationRequest7.toJSON(message.request);
     }
     return obj;
   },
@@ -1069,7 +1175,7 @@ export const UpdateConversationRequest: MessageFns<UpdateConversationRequest> = 
       ? CallContext.fromPartial(object.context)
       : undefined;
     message.request = (object.request !== undefined && object.request !== null)
-      ? UpdateConversationRequest6.fromPartial(object.request)
+      ? UpdateConversationRequest7.fromPartial(object.request)
       : undefined;
     return message;
   },
@@ -1085,7 +1191,7 @@ export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
       CallContext.encode(message.context, writer.uint32(10).fork()).join();
     }
     if (message.request !== undefined) {
-      SubmitFeedbackRequest7.encode(message.request, writer.uint32(18).fork()).join();
+      SubmitFeedbackRequest8.encode(message.request, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -1116,7 +1222,7 @@ export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
               break;
             }
 
-            message.request = SubmitFeedbackRequest7.decode(reader, reader.uint32());
+            message.request = SubmitFeedbackRequest8.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -1134,7 +1240,7 @@ export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
   fromJSON(object: any): SubmitFeedbackRequest {
     return {
       context: isSet(object.context) ? CallContext.fromJSON(object.context) : undefined,
-      request: isSet(object.request) ? SubmitFeedbackRequest7.fromJSON(object.request) : undefined,
+      request: isSet(object.request) ? SubmitFeedbackRequest8.fromJSON(object.request) : undefined,
     };
   },
 
@@ -1144,7 +1250,7 @@ export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
       obj.context = CallContext.toJSON(message.context);
     }
     if (message.request !== undefined) {
-      obj.request = SubmitFeedbackRequest7.toJSON(message.request);
+      obj.request = SubmitFeedbackRequest8.toJSON(message.request);
     }
     return obj;
   },
@@ -1158,7 +1264,7 @@ export const SubmitFeedbackRequest: MessageFns<SubmitFeedbackRequest> = {
       ? CallContext.fromPartial(object.context)
       : undefined;
     message.request = (object.request !== undefined && object.request !== null)
-      ? SubmitFeedbackRequest7.fromPartial(object.request)
+      ? SubmitFeedbackRequest8.fromPartial(object.request)
       : undefined;
     return message;
   },
@@ -1267,6 +1373,7 @@ function createBaseTool(): Tool {
     builtin: false,
     memoryJson: "",
     affects: [],
+    outputSchemaJson: "",
   };
 }
 
@@ -1307,6 +1414,9 @@ export const Tool: MessageFns<Tool> = {
     }
     for (const v of message.affects) {
       writer.uint32(98).string(v!);
+    }
+    if (message.outputSchemaJson !== "") {
+      writer.uint32(114).string(message.outputSchemaJson);
     }
     return writer;
   },
@@ -1420,6 +1530,14 @@ export const Tool: MessageFns<Tool> = {
             message.affects.push(reader.string());
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.outputSchemaJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1458,6 +1576,11 @@ export const Tool: MessageFns<Tool> = {
         ? globalThis.String(object.memory_json)
         : "",
       affects: globalThis.Array.isArray(object?.affects) ? object.affects.map((e: any) => globalThis.String(e)) : [],
+      outputSchemaJson: isSet(object.outputSchemaJson)
+        ? globalThis.String(object.outputSchemaJson)
+        : isSet(object.output_schema_json)
+        ? globalThis.String(object.output_schema_json)
+        : "",
     };
   },
 
@@ -1499,6 +1622,9 @@ export const Tool: MessageFns<Tool> = {
     if (message.affects?.length) {
       obj.affects = message.affects;
     }
+    if (message.outputSchemaJson !== "") {
+      obj.outputSchemaJson = message.outputSchemaJson;
+    }
     return obj;
   },
 
@@ -1519,6 +1645,7 @@ export const Tool: MessageFns<Tool> = {
     message.builtin = object.builtin ?? false;
     message.memoryJson = object.memoryJson ?? "";
     message.affects = object.affects?.map((e) => e) || [];
+    message.outputSchemaJson = object.outputSchemaJson ?? "";
     return message;
   },
 };
@@ -2933,6 +3060,13 @@ export interface AgentServiceClient {
   submitFeedback(request: SubmitFeedbackRequest, metadata?: Metadata): Observable<SubmitFeedbackResponse>;
 
   /**
+   * Records a client tool call's answer. Unknown call: NOT_FOUND; answered or past its
+   * deadline: ABORTED; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+
+  submitToolResult(request: SubmitToolResultRequest, metadata?: Metadata): Observable<SubmitToolResultResponse>;
+
+  /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
    */
@@ -3076,6 +3210,16 @@ export interface AgentServiceController {
   ): Promise<SubmitFeedbackResponse> | Observable<SubmitFeedbackResponse> | SubmitFeedbackResponse;
 
   /**
+   * Records a client tool call's answer. Unknown call: NOT_FOUND; answered or past its
+   * deadline: ABORTED; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+
+  submitToolResult(
+    request: SubmitToolResultRequest,
+    metadata?: Metadata,
+  ): Promise<SubmitToolResultResponse> | Observable<SubmitToolResultResponse> | SubmitToolResultResponse;
+
+  /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
    */
@@ -3148,6 +3292,7 @@ export function AgentServiceControllerMethods() {
       "cancelTurn",
       "updateConversation",
       "submitFeedback",
+      "submitToolResult",
       "putTool",
       "listTools",
       "putAgent",
@@ -3309,6 +3454,21 @@ export const AgentServiceService = {
     responseDeserialize: (value: Buffer): SubmitFeedbackResponse => SubmitFeedbackResponse.decode(value),
   },
   /**
+   * Records a client tool call's answer. Unknown call: NOT_FOUND; answered or past its
+   * deadline: ABORTED; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+  submitToolResult: {
+    path: "/keel.agent.v1.AgentService/SubmitToolResult" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitToolResultRequest): Buffer =>
+      Buffer.from(SubmitToolResultRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitToolResultRequest => SubmitToolResultRequest.decode(value),
+    responseSerialize: (value: SubmitToolResultResponse): Buffer =>
+      Buffer.from(SubmitToolResultResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitToolResultResponse => SubmitToolResultResponse.decode(value),
+  },
+  /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.
    */
@@ -3420,6 +3580,11 @@ export interface AgentServiceServer extends UntypedServiceImplementation {
   updateConversation: handleUnaryCall<UpdateConversationRequest, UpdateConversationResponse>;
   /** Rates a message (editor); the latest rating per message counts. Unknown message: NOT_FOUND. */
   submitFeedback: handleUnaryCall<SubmitFeedbackRequest, SubmitFeedbackResponse>;
+  /**
+   * Records a client tool call's answer. Unknown call: NOT_FOUND; answered or past its
+   * deadline: ABORTED; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+  submitToolResult: handleUnaryCall<SubmitToolResultRequest, SubmitToolResultResponse>;
   /**
    * Creates or replaces a tenant tool (admin); answers the stored tool. A built-in tool's name,
    * a bad name, schema, URL, approval, role or timeout: INVALID_ARGUMENT naming the field.

@@ -26,6 +26,8 @@ export enum ConversationStatus {
   AWAITING_APPROVAL = 3,
   /** FAILED - The last turn failed; a new message starts a new turn. */
   FAILED = 4,
+  /** AWAITING_CLIENT - A turn is paused until the client answers its client tool calls (or their deadlines pass). */
+  AWAITING_CLIENT = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -46,6 +48,9 @@ export function conversationStatusFromJSON(object: any): ConversationStatus {
     case 4:
     case "CONVERSATION_STATUS_FAILED":
       return ConversationStatus.FAILED;
+    case 5:
+    case "CONVERSATION_STATUS_AWAITING_CLIENT":
+      return ConversationStatus.AWAITING_CLIENT;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -65,6 +70,8 @@ export function conversationStatusToJSON(object: ConversationStatus): string {
       return "CONVERSATION_STATUS_AWAITING_APPROVAL";
     case ConversationStatus.FAILED:
       return "CONVERSATION_STATUS_FAILED";
+    case ConversationStatus.AWAITING_CLIENT:
+      return "CONVERSATION_STATUS_AWAITING_CLIENT";
     case ConversationStatus.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -272,12 +279,28 @@ export interface Conversation {
   /** The acting user who created it (HTTP `X-Keel-User`, else the key id); empty when not recorded. */
   userId: string;
   /** The agent phase the conversation is in, when its agent has phases. */
-  phase?: string | undefined;
+  phase?:
+    | string
+    | undefined;
+  /** Client tool calls the client is to answer (SubmitToolResult), oldest first. */
+  pendingClientCalls: PendingClientCall[];
 }
 
 export interface Conversation_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** A client tool call waiting for the client's answer. */
+export interface PendingClientCall {
+  /** The call to answer. */
+  toolCallId: string;
+  /** Tool name. */
+  tool: string;
+  /** Arguments as JSON text (an object). */
+  argsJson: string;
+  /** When the call times out (the model then gets error `timeout`), RFC 3339 in UTC. */
+  deadline: string;
 }
 
 /** An entity a tool result named under its tool's memory declarations. */
@@ -475,6 +498,34 @@ export interface CancelTurnResponse {
   turnId: string;
 }
 
+/** Request of SubmitToolResult: `ok` with `result_json`, or not ok with `error_message`. */
+export interface SubmitToolResultRequest {
+  /** Conversation id. */
+  conversationId: string;
+  /** The client tool call answered. */
+  toolCallId: string;
+  /** True when the client ran the tool and `result_json` is its result. */
+  ok: boolean;
+  /** The result as JSON text, when ok (checked against the tool's `outputSchema`). */
+  resultJson?:
+    | string
+    | undefined;
+  /** What went wrong, when not ok (the model sees it). */
+  errorMessage?:
+    | string
+    | undefined;
+  /** Acting end user (HTTP `X-Keel-User`); empty means the key's own id. */
+  actingUserId: string;
+  /** Retries with the same key and request return the first response (24 h, per tenant). */
+  idempotencyKey: string;
+}
+
+/** Response of SubmitToolResult. */
+export interface SubmitToolResultResponse {
+  /** The answered call. */
+  toolCallId: string;
+}
+
 /** One frame of a turn stream: an SSE frame (`id`, `event`, `data`) with a typed payload. */
 export interface TurnEvent {
   /**
@@ -589,6 +640,15 @@ export interface ToolCall {
   name: string;
   /** Arguments as JSON text (an object). */
   argsJson: string;
+  /** `client` when the connected client runs the tool (SubmitToolResult); absent otherwise. */
+  executor?:
+    | string
+    | undefined;
+  /**
+   * A client call's deadline, RFC 3339 in UTC; absent while the call awaits its approval (the
+   * approval.decided that approves it carries it then).
+   */
+  deadline?: string | undefined;
 }
 
 /** approval.required: a tool call waits for an approve/deny decision. */
@@ -613,6 +673,12 @@ export interface ApprovalDecided {
   decision: Decision;
   /** Who decided: the acting user id. */
   by: string;
+  /** The tool call decided (set for client tool calls and policy decisions). */
+  toolCallId?:
+    | string
+    | undefined;
+  /** An approved client tool call's deadline, RFC 3339 in UTC: the client runs it now. */
+  deadline?: string | undefined;
 }
 
 /** tool.result: a tool call finished, successfully or not. */
@@ -1072,6 +1138,7 @@ function createBaseConversation(): Conversation {
     contextTokens: 0,
     entities: [],
     userId: "",
+    pendingClientCalls: [],
   };
 }
 
@@ -1121,6 +1188,9 @@ export const Conversation: MessageFns<Conversation> = {
     }
     if (message.phase !== undefined) {
       writer.uint32(170).string(message.phase);
+    }
+    for (const v of message.pendingClientCalls) {
+      PendingClientCall.encode(v!, writer.uint32(242).fork()).join();
     }
     return writer;
   },
@@ -1261,6 +1331,14 @@ export const Conversation: MessageFns<Conversation> = {
             message.phase = reader.string();
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.pendingClientCalls.push(PendingClientCall.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1331,6 +1409,11 @@ export const Conversation: MessageFns<Conversation> = {
         ? globalThis.String(object.user_id)
         : "",
       phase: isSet(object.phase) ? globalThis.String(object.phase) : undefined,
+      pendingClientCalls: globalThis.Array.isArray(object?.pendingClientCalls)
+        ? object.pendingClientCalls.map((e: any) => PendingClientCall.fromJSON(e))
+        : globalThis.Array.isArray(object?.pending_client_calls)
+        ? object.pending_client_calls.map((e: any) => PendingClientCall.fromJSON(e))
+        : [],
     };
   },
 
@@ -1387,6 +1470,9 @@ export const Conversation: MessageFns<Conversation> = {
     if (message.phase !== undefined) {
       obj.phase = message.phase;
     }
+    if (message.pendingClientCalls?.length) {
+      obj.pendingClientCalls = message.pendingClientCalls.map((e) => PendingClientCall.toJSON(e));
+    }
     return obj;
   },
 
@@ -1420,6 +1506,7 @@ export const Conversation: MessageFns<Conversation> = {
     message.parentConversationId = object.parentConversationId ?? undefined;
     message.userId = object.userId ?? "";
     message.phase = object.phase ?? undefined;
+    message.pendingClientCalls = object.pendingClientCalls?.map((e) => PendingClientCall.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1505,6 +1592,131 @@ export const Conversation_MetadataEntry: MessageFns<Conversation_MetadataEntry> 
     const message = createBaseConversation_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePendingClientCall(): PendingClientCall {
+  return { toolCallId: "", tool: "", argsJson: "", deadline: "" };
+}
+
+export const PendingClientCall: MessageFns<PendingClientCall> = {
+  encode(message: PendingClientCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolCallId !== "") {
+      writer.uint32(10).string(message.toolCallId);
+    }
+    if (message.tool !== "") {
+      writer.uint32(18).string(message.tool);
+    }
+    if (message.argsJson !== "") {
+      writer.uint32(26).string(message.argsJson);
+    }
+    if (message.deadline !== "") {
+      writer.uint32(34).string(message.deadline);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PendingClientCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePendingClientCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tool = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.argsJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.deadline = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PendingClientCall {
+    return {
+      toolCallId: isSet(object.toolCallId)
+        ? globalThis.String(object.toolCallId)
+        : isSet(object.tool_call_id)
+        ? globalThis.String(object.tool_call_id)
+        : "",
+      tool: isSet(object.tool) ? globalThis.String(object.tool) : "",
+      argsJson: isSet(object.argsJson)
+        ? globalThis.String(object.argsJson)
+        : isSet(object.args_json)
+        ? globalThis.String(object.args_json)
+        : "",
+      deadline: isSet(object.deadline) ? globalThis.String(object.deadline) : "",
+    };
+  },
+
+  toJSON(message: PendingClientCall): unknown {
+    const obj: any = {};
+    if (message.toolCallId !== "") {
+      obj.toolCallId = message.toolCallId;
+    }
+    if (message.tool !== "") {
+      obj.tool = message.tool;
+    }
+    if (message.argsJson !== "") {
+      obj.argsJson = message.argsJson;
+    }
+    if (message.deadline !== "") {
+      obj.deadline = message.deadline;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PendingClientCall>, I>>(base?: I): PendingClientCall {
+    return PendingClientCall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PendingClientCall>, I>>(object: I): PendingClientCall {
+    const message = createBasePendingClientCall();
+    message.toolCallId = object.toolCallId ?? "";
+    message.tool = object.tool ?? "";
+    message.argsJson = object.argsJson ?? "";
+    message.deadline = object.deadline ?? "";
     return message;
   },
 };
@@ -3670,6 +3882,268 @@ export const CancelTurnResponse: MessageFns<CancelTurnResponse> = {
   },
 };
 
+function createBaseSubmitToolResultRequest(): SubmitToolResultRequest {
+  return { conversationId: "", toolCallId: "", ok: false, actingUserId: "", idempotencyKey: "" };
+}
+
+export const SubmitToolResultRequest: MessageFns<SubmitToolResultRequest> = {
+  encode(message: SubmitToolResultRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.conversationId !== "") {
+      writer.uint32(10).string(message.conversationId);
+    }
+    if (message.toolCallId !== "") {
+      writer.uint32(18).string(message.toolCallId);
+    }
+    if (message.ok !== false) {
+      writer.uint32(24).bool(message.ok);
+    }
+    if (message.resultJson !== undefined) {
+      writer.uint32(34).string(message.resultJson);
+    }
+    if (message.errorMessage !== undefined) {
+      writer.uint32(42).string(message.errorMessage);
+    }
+    if (message.actingUserId !== "") {
+      writer.uint32(50).string(message.actingUserId);
+    }
+    if (message.idempotencyKey !== "") {
+      writer.uint32(58).string(message.idempotencyKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitToolResultRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitToolResultRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.conversationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ok = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.resultJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.errorMessage = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.actingUserId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitToolResultRequest {
+    return {
+      conversationId: isSet(object.conversationId)
+        ? globalThis.String(object.conversationId)
+        : isSet(object.conversation_id)
+        ? globalThis.String(object.conversation_id)
+        : "",
+      toolCallId: isSet(object.toolCallId)
+        ? globalThis.String(object.toolCallId)
+        : isSet(object.tool_call_id)
+        ? globalThis.String(object.tool_call_id)
+        : "",
+      ok: isSet(object.ok) ? globalThis.Boolean(object.ok) : false,
+      resultJson: isSet(object.resultJson)
+        ? globalThis.String(object.resultJson)
+        : isSet(object.result_json)
+        ? globalThis.String(object.result_json)
+        : undefined,
+      errorMessage: isSet(object.errorMessage)
+        ? globalThis.String(object.errorMessage)
+        : isSet(object.error_message)
+        ? globalThis.String(object.error_message)
+        : undefined,
+      actingUserId: isSet(object.actingUserId)
+        ? globalThis.String(object.actingUserId)
+        : isSet(object.acting_user_id)
+        ? globalThis.String(object.acting_user_id)
+        : "",
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : "",
+    };
+  },
+
+  toJSON(message: SubmitToolResultRequest): unknown {
+    const obj: any = {};
+    if (message.conversationId !== "") {
+      obj.conversationId = message.conversationId;
+    }
+    if (message.toolCallId !== "") {
+      obj.toolCallId = message.toolCallId;
+    }
+    if (message.ok !== false) {
+      obj.ok = message.ok;
+    }
+    if (message.resultJson !== undefined) {
+      obj.resultJson = message.resultJson;
+    }
+    if (message.errorMessage !== undefined) {
+      obj.errorMessage = message.errorMessage;
+    }
+    if (message.actingUserId !== "") {
+      obj.actingUserId = message.actingUserId;
+    }
+    if (message.idempotencyKey !== "") {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitToolResultRequest>, I>>(base?: I): SubmitToolResultRequest {
+    return SubmitToolResultRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitToolResultRequest>, I>>(object: I): SubmitToolResultRequest {
+    const message = createBaseSubmitToolResultRequest();
+    message.conversationId = object.conversationId ?? "";
+    message.toolCallId = object.toolCallId ?? "";
+    message.ok = object.ok ?? false;
+    message.resultJson = object.resultJson ?? undefined;
+    message.errorMessage = object.errorMessage ?? undefined;
+    message.actingUserId = object.actingUserId ?? "";
+    message.idempotencyKey = object.idempotencyKey ?? "";
+    return message;
+  },
+};
+
+function createBaseSubmitToolResultResponse(): SubmitToolResultResponse {
+  return { toolCallId: "" };
+}
+
+export const SubmitToolResultResponse: MessageFns<SubmitToolResultResponse> = {
+  encode(message: SubmitToolResultResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolCallId !== "") {
+      writer.uint32(10).string(message.toolCallId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitToolResultResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitToolResultResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitToolResultResponse {
+    return {
+      toolCallId: isSet(object.toolCallId)
+        ? globalThis.String(object.toolCallId)
+        : isSet(object.tool_call_id)
+        ? globalThis.String(object.tool_call_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SubmitToolResultResponse): unknown {
+    const obj: any = {};
+    if (message.toolCallId !== "") {
+      obj.toolCallId = message.toolCallId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubmitToolResultResponse>, I>>(base?: I): SubmitToolResultResponse {
+    return SubmitToolResultResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubmitToolResultResponse>, I>>(object: I): SubmitToolResultResponse {
+    const message = createBaseSubmitToolResultResponse();
+    message.toolCallId = object.toolCallId ?? "";
+    return message;
+  },
+};
+
 function createBaseTurnEvent(): TurnEvent {
   return { id: "", event: "" };
 }
@@ -4374,6 +4848,12 @@ export const ToolCall: MessageFns<ToolCall> = {
     if (message.argsJson !== "") {
       writer.uint32(34).string(message.argsJson);
     }
+    if (message.executor !== undefined) {
+      writer.uint32(42).string(message.executor);
+    }
+    if (message.deadline !== undefined) {
+      writer.uint32(50).string(message.deadline);
+    }
     return writer;
   },
 
@@ -4422,6 +4902,22 @@ export const ToolCall: MessageFns<ToolCall> = {
             message.argsJson = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.executor = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.deadline = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4452,6 +4948,8 @@ export const ToolCall: MessageFns<ToolCall> = {
         : isSet(object.args_json)
         ? globalThis.String(object.args_json)
         : "",
+      executor: isSet(object.executor) ? globalThis.String(object.executor) : undefined,
+      deadline: isSet(object.deadline) ? globalThis.String(object.deadline) : undefined,
     };
   },
 
@@ -4469,6 +4967,12 @@ export const ToolCall: MessageFns<ToolCall> = {
     if (message.argsJson !== "") {
       obj.argsJson = message.argsJson;
     }
+    if (message.executor !== undefined) {
+      obj.executor = message.executor;
+    }
+    if (message.deadline !== undefined) {
+      obj.deadline = message.deadline;
+    }
     return obj;
   },
 
@@ -4481,6 +4985,8 @@ export const ToolCall: MessageFns<ToolCall> = {
     message.toolCallId = object.toolCallId ?? "";
     message.name = object.name ?? "";
     message.argsJson = object.argsJson ?? "";
+    message.executor = object.executor ?? undefined;
+    message.deadline = object.deadline ?? undefined;
     return message;
   },
 };
@@ -4649,6 +5155,12 @@ export const ApprovalDecided: MessageFns<ApprovalDecided> = {
     if (message.by !== "") {
       writer.uint32(26).string(message.by);
     }
+    if (message.toolCallId !== undefined) {
+      writer.uint32(34).string(message.toolCallId);
+    }
+    if (message.deadline !== undefined) {
+      writer.uint32(42).string(message.deadline);
+    }
     return writer;
   },
 
@@ -4689,6 +5201,22 @@ export const ApprovalDecided: MessageFns<ApprovalDecided> = {
             message.by = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.deadline = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4710,6 +5238,12 @@ export const ApprovalDecided: MessageFns<ApprovalDecided> = {
         : "",
       decision: isSet(object.decision) ? decisionFromJSON(object.decision) : 0,
       by: isSet(object.by) ? globalThis.String(object.by) : "",
+      toolCallId: isSet(object.toolCallId)
+        ? globalThis.String(object.toolCallId)
+        : isSet(object.tool_call_id)
+        ? globalThis.String(object.tool_call_id)
+        : undefined,
+      deadline: isSet(object.deadline) ? globalThis.String(object.deadline) : undefined,
     };
   },
 
@@ -4724,6 +5258,12 @@ export const ApprovalDecided: MessageFns<ApprovalDecided> = {
     if (message.by !== "") {
       obj.by = message.by;
     }
+    if (message.toolCallId !== undefined) {
+      obj.toolCallId = message.toolCallId;
+    }
+    if (message.deadline !== undefined) {
+      obj.deadline = message.deadline;
+    }
     return obj;
   },
 
@@ -4735,6 +5275,8 @@ export const ApprovalDecided: MessageFns<ApprovalDecided> = {
     message.approvalId = object.approvalId ?? "";
     message.decision = object.decision ?? 0;
     message.by = object.by ?? "";
+    message.toolCallId = object.toolCallId ?? undefined;
+    message.deadline = object.deadline ?? undefined;
     return message;
   },
 };
@@ -6353,6 +6895,14 @@ export interface ConversationServiceClient {
    */
 
   cancelTurn(request: CancelTurnRequest, metadata?: Metadata): Observable<CancelTurnResponse>;
+
+  /**
+   * Answers a client tool's call (editor; API.md "Client tools"): its result or its error, once,
+   * before the call's deadline. Answered already or past the deadline: ABORTED (conflict);
+   * unknown call: NOT_FOUND; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+
+  submitToolResult(request: SubmitToolResultRequest, metadata?: Metadata): Observable<SubmitToolResultResponse>;
 }
 
 /**
@@ -6418,6 +6968,17 @@ export interface ConversationServiceController {
     request: CancelTurnRequest,
     metadata?: Metadata,
   ): Promise<CancelTurnResponse> | Observable<CancelTurnResponse> | CancelTurnResponse;
+
+  /**
+   * Answers a client tool's call (editor; API.md "Client tools"): its result or its error, once,
+   * before the call's deadline. Answered already or past the deadline: ABORTED (conflict);
+   * unknown call: NOT_FOUND; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+
+  submitToolResult(
+    request: SubmitToolResultRequest,
+    metadata?: Metadata,
+  ): Promise<SubmitToolResultResponse> | Observable<SubmitToolResultResponse> | SubmitToolResultResponse;
 }
 
 export function ConversationServiceControllerMethods() {
@@ -6429,6 +6990,7 @@ export function ConversationServiceControllerMethods() {
       "sendMessage",
       "decideApproval",
       "cancelTurn",
+      "submitToolResult",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
@@ -6547,6 +7109,22 @@ export const ConversationServiceService = {
     responseSerialize: (value: CancelTurnResponse): Buffer => Buffer.from(CancelTurnResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelTurnResponse => CancelTurnResponse.decode(value),
   },
+  /**
+   * Answers a client tool's call (editor; API.md "Client tools"): its result or its error, once,
+   * before the call's deadline. Answered already or past the deadline: ABORTED (conflict);
+   * unknown call: NOT_FOUND; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+  submitToolResult: {
+    path: "/keel.conversations.v1.ConversationService/SubmitToolResult" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitToolResultRequest): Buffer =>
+      Buffer.from(SubmitToolResultRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitToolResultRequest => SubmitToolResultRequest.decode(value),
+    responseSerialize: (value: SubmitToolResultResponse): Buffer =>
+      Buffer.from(SubmitToolResultResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitToolResultResponse => SubmitToolResultResponse.decode(value),
+  },
 } as const;
 
 export interface ConversationServiceServer extends UntypedServiceImplementation {
@@ -6576,6 +7154,12 @@ export interface ConversationServiceServer extends UntypedServiceImplementation 
    * No turn running: ABORTED (conflict).
    */
   cancelTurn: handleUnaryCall<CancelTurnRequest, CancelTurnResponse>;
+  /**
+   * Answers a client tool's call (editor; API.md "Client tools"): its result or its error, once,
+   * before the call's deadline. Answered already or past the deadline: ABORTED (conflict);
+   * unknown call: NOT_FOUND; a result off the tool's output schema: INVALID_ARGUMENT naming the field.
+   */
+  submitToolResult: handleUnaryCall<SubmitToolResultRequest, SubmitToolResultResponse>;
 }
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
