@@ -156,8 +156,16 @@ describe('runs, end to end', () => {
     );
     expect(ring.output).toBe('gamma b');
 
+    // hierarchical: the manager's turn, delegating to its members as sub-agent tools.
     platform.fake.reset();
-    platform.fake.on(systemPromptIncludes('agent:lead;'), 'brief: count owls', 'owls: 3');
+    platform.fake.on(
+      systemPromptIncludes('agent:lead;'),
+      fakeReply.toolCalls([
+        { name: 'agent__beta', arguments: { task: 'Count the owls in the barn.' } },
+        { name: 'agent__gamma', arguments: { task: 'Count the owls in the wood.' } },
+      ]),
+      'owls: 3',
+    );
     for (const agentId of AGENTS)
       platform.fake.on(systemPromptIncludes(`agent:${agentId};`), `${agentId} counted`);
     const members = AGENTS.map((agentId, i) => ({ agentId, role: agentId.toUpperCase(), position: i + 1 }));
@@ -168,17 +176,34 @@ describe('runs, end to end', () => {
     });
     expect(boss.status).toBe(200);
     const led = await ended(await startRun('boss', 'Count owls.'));
-    expect(led.tasks.map((t) => `${t.agentId}@${t.round}`)).toEqual([
-      'lead@1',
-      'alpha@1',
-      'beta@1',
-      'gamma@1',
-      'lead@2',
+    // One task, the manager's; the members ran as its sub-agents (child conversations).
+    expect(led.tasks.map((t) => `${t.agentId}@${t.round}`)).toEqual(['lead@1']);
+    expect(sentTo('lead')[0]).toBe(
+      'Count owls.\n\nYour team, to whom you delegate with their tools (a task each, as you decide), then answer:\n' +
+        '- ALPHA (alpha): the tool agent__alpha\n- BETA (beta): the tool agent__beta\n- GAMMA (gamma): the tool agent__gamma',
+    );
+    const offered = platform.fake.requests
+      .map((r) => r.body)
+      .find((b): b is FakeChatRequest => b !== undefined && systemPromptIncludes('agent:lead;')(b));
+    expect((offered?.tools ?? []).map((t) => t.function.name).sort()).toEqual([
+      'agent__alpha',
+      'agent__beta',
+      'agent__gamma',
     ]);
-    expect(sentTo('lead')[0]).toContain('- ALPHA (alpha)\n- BETA (beta)\n- GAMMA (gamma)');
-    expect(sentTo('beta')).toEqual([
-      'Count owls.\n\nEarlier outputs, newest first:\n\n[Manager, round 1]\nbrief: count owls',
-    ]);
+    expect(sentTo('beta')).toEqual(['Count the owls in the barn.']);
+    expect(sentTo('gamma')).toEqual(['Count the owls in the wood.']);
+    expect(sentTo('alpha')).toEqual([]);
+    // The manager's second call saw its members' answers as the tools' results.
+    const last = platform.fake.requests
+      .map((r) => r.body)
+      .filter((b): b is FakeChatRequest => b !== undefined && systemPromptIncludes('agent:lead;')(b))
+      .at(-1)!;
+    expect(
+      last.messages
+        .filter((m) => m.role === 'tool')
+        .map((m) => messageText(m))
+        .sort(),
+    ).toEqual(['"beta counted"', '"gamma counted"']);
     expect(led.output).toBe('owls: 3');
   });
 

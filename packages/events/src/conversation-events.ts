@@ -86,6 +86,8 @@ export type ConversationCreated = EventData<
     createdAt: string;
     /** A sub-agent call's child: the parent's call and chain (absent for a conversation a client created). */
     parent?: ParentLink;
+    /** Agents offered to this conversation as sub-agents besides its agent's own (a hierarchical run's manager: the members). */
+    delegates?: string[];
     /** The acting user who created it (API `userId`); absent in events recorded before it. */
     userId?: string;
     /** The create request's Idempotency-Key (see AcceptedRequest); absent without one. */

@@ -42,6 +42,8 @@ export type ConversationCommand =
       userId?: string;
       /** A sub-agent call's child: the parent's call and chain. */
       parent?: ParentLink;
+      /** Agents offered as sub-agents besides the agent's own (a hierarchical run's manager: the members). */
+      delegates?: string[];
       /** The client request (Idempotency-Key) it came from: a retry of it gets the first answer. */
       request?: AcceptedRequest;
       at: string;

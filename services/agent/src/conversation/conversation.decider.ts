@@ -120,6 +120,7 @@ const createConversation = (
         createdAt: at,
         ...(userId ? { userId } : {}),
         ...(parent ? { parent } : {}),
+        ...(command.delegates && command.delegates.length > 0 ? { delegates: command.delegates } : {}),
         ...(title ? { title } : {}),
         ...(metadata ? { metadata } : {}),
         ...withRequest(request),

@@ -175,7 +175,14 @@ export class ConversationService {
    */
   async create(
     ctx: CallContext,
-    input: { agentId: string; title?: string; metadata?: Record<string, string>; child?: ChildOf },
+    input: {
+      agentId: string;
+      title?: string;
+      metadata?: Record<string, string>;
+      child?: ChildOf;
+      /** Agents offered as sub-agents besides the agent's own (a hierarchical run's manager). */
+      delegates?: string[];
+    },
     request?: AcceptedRequest,
   ) {
     await this.agent(ctx.tenantId, input.agentId);
@@ -191,6 +198,7 @@ export class ConversationService {
       ...(input.metadata ? { metadata: input.metadata } : {}),
       userId: ctx.userId,
       ...(input.child ? { parent: input.child.parent } : {}),
+      ...(input.delegates ? { delegates: input.delegates } : {}),
       ...(request ? { request } : {}),
       at,
     });

@@ -108,6 +108,8 @@ export interface Conversation {
   userId?: string;
   /** A sub-agent call's child: the parent's call and the chain above it. */
   parent?: ParentLink;
+  /** Agents offered as sub-agents besides the agent's own (a hierarchical run's manager: the members). */
+  delegates?: string[];
   /** The turn after which the auto title call was recorded: set once, never again. */
   autoTitledAfter?: string;
   /** The current branch: a message with `replaceFrom` cut what followed (the log keeps it). */
@@ -247,6 +249,7 @@ const conversationCreated = (state: Conversation, { data }: EventOf<'Conversatio
     status: 'idle',
     ...(userId ? { userId } : {}),
     ...(parent ? { parent } : {}),
+    ...(data.delegates ? { delegates: data.delegates } : {}),
     ...(title ? { title } : {}),
     ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
   };

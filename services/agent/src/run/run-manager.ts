@@ -182,13 +182,14 @@ export class RunManager {
       await this.deps.runs.apply(ctx.tenantId, runId, { ...action, at: this.clock() }, metadata);
       return;
     }
-    const { type: _type, ...task } = action;
+    const { type: _type, delegates, ...task } = action;
     const conversation = await this.deps.conversations.create(
       ctx,
       {
         agentId: task.agentId,
         title: `${task.role} — ${runId}`,
         metadata: { [RUN_ID_KEY]: runId, [TASK_ID_KEY]: task.taskId },
+        ...(delegates ? { delegates } : {}),
       },
       acceptedRequestOf('CreateConversation', `run:${task.taskId}`, { agentId: task.agentId }),
     );

@@ -15,7 +15,7 @@ export interface PlanSlot {
   after: number[];
   /** Slots whose outputs this one is given as context. */
   sees: number[];
-  /** The hierarchical manager's first turn: it is told the members it delegates to. */
+  /** The hierarchical manager's turn: it is told the members and has them as sub-agent tools. */
   delegates?: boolean;
 }
 
@@ -73,19 +73,13 @@ const roundRobin = (members: TeamMember[], rounds: number): PlanSlot[] =>
   );
 
 /**
- * hierarchical: the manager's turn delegates (it is told the members), the members answer its
- * brief at once, and the manager's second turn concludes, seeing their answers.
+ * hierarchical: the manager's turn, delegating (API.md): one task, in which the manager has the
+ * members as sub-agent tools `agent__<id>` and calls them as it decides (each call a child
+ * conversation of its conversation, not a task of the run); its answer is the run's.
  */
-const hierarchical = (members: TeamMember[], manager: string): PlanSlot[] => {
-  const lead = { agentId: manager, role: 'Manager', position: -1 };
-  const work = members.map((m, i) => slotOf(m, i + 1, 1, [0], [0]));
-  const last = members.length + 1;
-  return [
-    { ...slotOf(lead, 0, 1, [], []), delegates: true },
-    ...work,
-    slotOf(lead, last, 2, range(1, last), range(0, last)),
-  ];
-};
+const hierarchical = (manager: string): PlanSlot[] => [
+  { ...slotOf({ agentId: manager, role: 'Manager', position: -1 }, 0, 1, [], []), delegates: true },
+];
 
 /** The run's tasks, in plan order, for the team's topology. */
 export const planOf = (team: TeamDefinition): PlanSlot[] => {
@@ -100,7 +94,7 @@ export const planOf = (team: TeamDefinition): PlanSlot[] => {
     case 'round_robin':
       return roundRobin(members, team.rounds ?? 1);
     case 'hierarchical':
-      return hierarchical(members, team.manager ?? '');
+      return hierarchical(team.manager ?? '');
   }
 };
 
@@ -132,9 +126,9 @@ export const taskInputOf = (
 ): string => {
   const parts = [input];
   if (slot.delegates) {
-    const roster = ordered(team).map((m) => `- ${m.role} (${m.agentId})`);
+    const roster = ordered(team).map((m) => `- ${m.role} (${m.agentId}): the tool agent__${m.agentId}`);
     parts.push(
-      `Your team, to whom you delegate; write the brief each of them works from:\n${roster.join('\n')}`,
+      `Your team, to whom you delegate with their tools (a task each, as you decide), then answer:\n${roster.join('\n')}`,
     );
   }
   const context = contextOf(seen, team.contextCharLimit);

@@ -20,6 +20,8 @@ export type RunAction =
       role: string;
       round: number;
       input: string;
+      /** The hierarchical manager's task: the members, offered to its conversation as sub-agents. */
+      delegates?: string[];
     }
   | { type: 'CompleteRun'; output: string }
   | { type: 'FailRun'; error: RunFailure };
@@ -86,6 +88,7 @@ export const nextActions = (
     role: slot.role,
     round: slot.round,
     input: taskInputOf(team, slot, state.input, seenBy(slot, plan, done)),
+    ...(slot.delegates ? { delegates: team.members.map((m) => m.agentId) } : {}),
   }));
 };
 

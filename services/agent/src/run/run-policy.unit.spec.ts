@@ -1,7 +1,7 @@
 import type { TeamDefinition } from '@keel/events';
 import { describe, expect, it } from 'vitest';
 import { contextOf } from './run-plan.js';
-import { taskOutcomeOf } from './run-policy.js';
+import { nextActions, taskOutcomeOf } from './run-policy.js';
 import type { SeenTask } from './run-simulation.js';
 import { simulateRun } from './run-simulation.js';
 
@@ -79,13 +79,20 @@ describe('run policy: topologies', () => {
     );
   });
 
-  it("hierarchical: the manager's brief, the members on it, the manager's conclusion", () => {
-    const { seen, state } = simulateRun(team({ topology: 'hierarchical', manager: 'lead' }), 'Q', named);
-    expect(order(seen)).toEqual(['lead@1', 'researcher@1', 'writer@1', 'editor@1', 'lead@2']);
-    expect(seen[0]!.input).toContain('- Researcher (researcher)\n- Writer (writer)\n- Editor (editor)');
-    expect(seen[1]!.input).toBe('Q\n\nEarlier outputs, newest first:\n\n[Manager, round 1]\nlead#0');
-    expect(seen[4]!.input).toContain('[Editor, round 1]\neditor#3\n\n[Writer, round 1]\nwriter#2');
-    expect(state.output).toBe('lead#4');
+  it("hierarchical: one task, the manager's, told its members as its sub-agent tools", () => {
+    const hierarchical = team({ topology: 'hierarchical', manager: 'lead' });
+    const { seen, state } = simulateRun(hierarchical, 'Q', named);
+    expect(order(seen)).toEqual(['lead@1']);
+    expect(seen[0]!.input).toContain(
+      '- Researcher (researcher): the tool agent__researcher\n- Writer (writer): the tool agent__writer\n- Editor (editor): the tool agent__editor',
+    );
+    expect(state.output).toBe('lead#0');
+    const [start] = nextActions({ ...state, status: 'running', tasks: [] }, new Date(0).toISOString());
+    expect(start).toMatchObject({
+      type: 'StartTask',
+      agentId: 'lead',
+      delegates: ['writer', 'researcher', 'editor'],
+    });
   });
 });
 

@@ -20,12 +20,15 @@ export const SUB_AGENT_INPUT_SCHEMA: Record<string, unknown> = {
   additionalProperties: false,
 };
 
-/** The tools `agent__<id>` an agent's `agents` offer; an agent that no longer exists is skipped. */
+/**
+ * The tools `agent__<id>` of the agents offered as sub-agents (an agent's `agents`, and a
+ * hierarchical run manager's members), each once; an agent that no longer exists is skipped.
+ */
 export const subAgentTools = (
-  agent: AgentDefinition,
+  agentIds: readonly string[],
   agents: Readonly<Record<string, AgentDefinition>>,
 ): ResolvedTool[] =>
-  (agent.options?.agents ?? []).flatMap((agentId): ResolvedTool[] => {
+  [...new Set(agentIds)].flatMap((agentId): ResolvedTool[] => {
     const child = ownValue(agents, agentId);
     if (!child) return [];
     return [

@@ -24,7 +24,7 @@ const byId = (...agents: AgentDefinition[]) => Object.fromEntries(agents.map((a)
 
 describe('sub-agent rules', () => {
   it('offers each listed agent as agent__<id> with input { task }, skipping one that is gone', () => {
-    const tools = subAgentTools(agent('lead', ['researcher', 'ghost']), byId(agent('researcher')));
+    const tools = subAgentTools(['researcher', 'ghost', 'researcher'], byId(agent('researcher')));
     expect(tools.map((t) => t.name)).toEqual(['agent__researcher']);
     expect(tools[0]!.inputSchema).toMatchObject({ required: ['task'] });
     expect(tools[0]!.description).not.toContain('I am researcher.');

@@ -187,7 +187,7 @@ export class TurnWorker {
     const intent = turnIntent(agent, turn);
     const offered = [
       ...resolveTools(agent.tools, tenant, this.deps.catalog),
-      ...subAgentTools(agent, tenant.agents),
+      ...subAgentTools([...(agent.options?.agents ?? []), ...(state.delegates ?? [])], tenant.agents),
     ];
     const tools = narrowTools(offered, intent);
     const output = await this.callModel(call, tenant, agent, tools, state);
