@@ -179,6 +179,8 @@ describe('ConversationService', () => {
       ifBusy: IfBusy.ENQUEUE,
       actingUserId: 'u1',
       idempotencyKey: 'k1',
+      contextJson: '{"page":"home"}',
+      userRole: 'viewer',
       replaceFrom: 'm0',
     };
 

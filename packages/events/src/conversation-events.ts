@@ -1,4 +1,5 @@
 import type { EventData } from '@keel/core';
+import type { EndUser } from './end-user.js';
 import type { AgentIntent } from './model-events.js';
 import type { ChildApprovalRequested, ParentLink } from './sub-agent-events.js';
 
@@ -108,6 +109,8 @@ export type UserMessageAdded = EventData<
      * branch is cut just before it and this message follows. The log keeps the old branch.
      */
     replaceFrom?: string;
+    /** What the user's screen showed (API `context`, a JSON object); absent when none was sent. */
+    context?: Record<string, unknown>;
     /** The send request's Idempotency-Key (see AcceptedRequest); absent without one. */
     request?: AcceptedRequest;
   }
@@ -126,7 +129,15 @@ export interface TurnIntent {
 /** A message arrived while a turn ran, with `ifBusy: enqueue`: its turn runs after the current one. */
 export type TurnQueued = EventData<
   'TurnQueued',
-  { turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole; at: string } & TurnIntent
+  {
+    turnId: string;
+    messageId: string;
+    agent: AgentSnapshot;
+    role: ActorRole;
+    at: string;
+    /** The end user the turn runs for (see TurnStarted.user); absent in events recorded before it. */
+    user?: EndUser;
+  } & TurnIntent
 >;
 
 /** Roles of the keys that act on a conversation (the guard's role matrix reads it). */
@@ -145,6 +156,12 @@ export type TurnStarted = EventData<
     at: string;
     /** The user message this turn's message replaced (API `turn.started.replaceFrom`); absent when none. */
     replaceFrom?: string;
+    /**
+     * The end user the turn runs for: `X-Keel-User` (else the key id) and `X-Keel-User-Role` when
+     * sent. Tools are offered by its role; instructions and tool calls read it. Absent in events
+     * recorded before it.
+     */
+    user?: EndUser;
   } & TurnIntent
 >;
 

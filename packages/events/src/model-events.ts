@@ -51,6 +51,10 @@ export interface AgentOptions {
   autoTitle?: boolean;
   context?: ContextPolicy;
   intents?: AgentIntent[];
+  /** The JSON Schema a message's per-message `context` must match (API.md "Per-message context"). */
+  contextSchema?: Record<string, unknown>;
+  /** The IANA time zone `{{now}}` is filled in, in the instructions (default UTC). */
+  timeZone?: string;
   /** Agents offered as sub-agent tools `agent__<agentId>` (API.md "Sub-agents"). */
   agents?: string[];
   /** The deepest chain of sub-agent conversations under this agent (at most 5, the default). */

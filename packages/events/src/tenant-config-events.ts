@@ -21,7 +21,8 @@ export type KeyRole = 'admin' | 'editor' | 'viewer';
  * Whether a call needs a person's approval: never, always, or when its arguments match `when`
  * (a JSON Schema), asking with `message` (`{{args.<path>}}` filled).
  */
-export type ToolApproval = 'never' | 'always' | { when: Record<string, unknown>; message?: string };
+export type ToolApproval =
+  'never' | 'always' | { when: Record<string, unknown>; message?: string; exceptUserRoles?: string[] };
 
 /** A tenant tool as stored (API.md `PUT /v1/tools/{name}`). */
 export interface ToolDefinition {
@@ -125,6 +126,8 @@ export interface McpServerDefinition {
   retryUnknown: boolean;
   /** The resources every one of its tools' successful calls change (as a tool's `affects`). */
   affects?: string[];
+  /** End-user roles in whose turns its tools are offered and run (as a tool's `userRoles`). */
+  userRoles?: string[];
 }
 
 /** An MCP server was connected (created, replaced, or its tools refreshed). */

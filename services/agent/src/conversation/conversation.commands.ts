@@ -3,6 +3,7 @@ import type {
   ActorRole,
   AgentSnapshot,
   ChildApprovalRequested,
+  EndUser,
   EventError,
   FeedbackRating,
   ModelUsage,
@@ -61,6 +62,10 @@ export type ConversationCommand =
       classified?: TurnIntent;
       /** Edit/regenerate: the user message of the branch this one replaces (and all after it). */
       replaceFrom?: string;
+      /** What the user's screen shows (API `context`), checked against the agent's contextSchema. */
+      context?: Record<string, unknown>;
+      /** The end user the turn runs for (`X-Keel-User`, `X-Keel-User-Role`). */
+      user?: EndUser;
       /** The client request (Idempotency-Key) it came from: a retry of it gets the first turn. */
       request?: AcceptedRequest;
       at: string;

@@ -75,8 +75,10 @@ const applied = (events: readonly ConversationEvent[], state: Conversation): Con
 const startNextQueued = (state: Conversation, at: string): ConversationEvent[] => {
   const next = state.queued[0];
   if (!next) return [];
-  const { turnId, agent, role } = next;
-  return [{ type: 'TurnStarted', data: { turnId, agent, role, at, ...intentOf(next) } }];
+  const { turnId, agent, role, user } = next;
+  return [
+    { type: 'TurnStarted', data: { turnId, agent, role, at, ...intentOf(next), ...(user ? { user } : {}) } },
+  ];
 };
 
 /** When the last open tool call of a turn completes, the turn needs another model step, or it is over. */
@@ -161,24 +163,29 @@ const submitMessage = (command: CommandOf<'SubmitMessage'>, state: Conversation)
   if (acceptedBefore(state, command.request, 'message')) return [];
   const { turnId, messageId, content, ifBusy, agent, role, by, request, at, classified, replaceFrom } =
     command;
+  const { context, user } = command;
   requireContent(content);
   requireReplaceable(state, replaceFrom, ifBusy);
   const replacing = replaceFrom === undefined ? {} : { replaceFrom };
   const added: ConversationEvent = {
     type: 'UserMessageAdded',
-    data: { messageId, turnId, content, at, ...replacing, ...withRequest(request) },
+    data: { messageId, turnId, content, at, ...replacing, ...(context ? { context } : {}), ...withRequest(request) },
   };
+  const forUser = user ? { user } : {};
   const intent = intentOf(classified ?? {});
   const started: ConversationEvent = {
     type: 'TurnStarted',
-    data: { turnId, agent, role, at, ...intent, ...replacing },
+    data: { turnId, agent, role, at, ...intent, ...replacing, ...forUser },
   };
   if (!state.turn) return [added, started];
   switch (ifBusy) {
     case 'reject':
       throw new ConversationConflictError('a turn is already running', { turnId: state.turn.turnId });
     case 'enqueue':
-      return [added, { type: 'TurnQueued', data: { turnId, messageId, agent, role, at, ...intent } }];
+      return [
+        added,
+        { type: 'TurnQueued', data: { turnId, messageId, agent, role, at, ...intent, ...forUser } },
+      ];
     case 'interrupt':
       return [...cancelTurn(state, state.turn, by, at), added, started];
   }
@@ -243,8 +250,11 @@ const toolCallEvents = (
   command: CommandOf<'RecordModelOutput'>,
   turn: CurrentTurn,
   outOfSteps: boolean,
+  metadata?: Record<string, string>,
 ): ConversationEvent[] => {
   const { turnId, approvalIds, at } = command;
+  // Webhook and MCP calls carry the turn's end user and the conversation's metadata (API.md).
+  const caller = { ...(turn.user ? { user: turn.user } : {}), ...(metadata ? { metadata } : {}) };
   return command.toolCalls.flatMap(({ toolCallId, name, args, verdict }): ConversationEvent[] => {
     if (outOfSteps || verdict.kind === 'refuse') {
       const error = verdict.kind === 'refuse' && !outOfSteps ? verdict.error : maxStepsError(turn);
@@ -315,7 +325,7 @@ const recordModelOutput = (
       ...startNextQueued(applied(events, state), at),
     ];
   }
-  const calls = toolCallEvents(command, turn, step >= turn.agent.maxSteps);
+  const calls = toolCallEvents(command, turn, step >= turn.agent.maxSteps, state.metadata);
   return afterToolCalls(state, [...events, ...calls], at);
 };
 

@@ -31,6 +31,7 @@ import { CachingCommandHandler } from '../store/caching-command-handler.js';
 import type { CallContext } from '../call-context.js';
 import { eventMetadata } from '../call-context.js';
 import type { TenantConfigService } from '../tenant-config/tenant-config.service.js';
+import { checkContext, contextOf, endUserOf } from './message-context.js';
 
 /** The conversation as the API shows it (API.md `GET /v1/conversations/{id}`). */
 export interface ConversationView {
@@ -227,15 +228,18 @@ export class ConversationService {
   async send(
     ctx: CallContext,
     conversationId: string,
-    input: { content: string; ifBusy?: IfBusy; replaceFrom?: string },
+    input: { content: string; ifBusy?: IfBusy; replaceFrom?: string; contextJson?: string; userRole?: string },
     request?: AcceptedRequest,
   ): Promise<{ turnId: string; version: number }> {
+    const context = contextOf(input.contextJson ?? '');
+    const user = endUserOf(ctx.userId, input.userRole ?? '');
     const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
     if (state.status === 'new') throw new NotFoundError('conversation not found');
     const replayed = request && this.acceptedTurn(state, request);
     if (replayed) return replayed;
     const defaults = (await this.options.defaults?.load(ctx.tenantId)) ?? {};
     const agent = withDefaults(await this.agent(ctx.tenantId, state.agentId), defaults);
+    checkContext(context, agent.options?.contextSchema);
     const turnId = uuidv7();
     const command: Extract<ConversationCommand, { type: 'SubmitMessage' }> = {
       type: 'SubmitMessage',
@@ -247,6 +251,8 @@ export class ConversationService {
       role: ctx.role,
       by: ctx.userId,
       ...(input.replaceFrom ? { replaceFrom: input.replaceFrom } : {}),
+      ...(context ? { context } : {}),
+      user,
       ...(request ? { request } : {}),
       at: this.clock(),
     };

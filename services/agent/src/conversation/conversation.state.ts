@@ -2,6 +2,7 @@ import type {
   ActorRole,
   AgentSnapshot,
   ConversationEvent,
+  EndUser,
   FeedbackRating,
   ParentLink,
   ToolCallRequest,
@@ -19,6 +20,8 @@ export interface ConversationMessage {
   ok?: boolean;
   /** The latest rating given to it (API `POST …/feedback`). */
   feedback?: { rating: FeedbackRating; comment?: string };
+  /** For user messages: the per-message context it was sent with (API `messages[].context`). */
+  context?: Record<string, unknown>;
 }
 
 /** A tool call of the running turn and where it stands. */
@@ -83,6 +86,10 @@ export interface CurrentTurn extends TurnIntent {
   /** Model calls made so far in this turn. */
   step: number;
   toolCalls: TurnToolCall[];
+  /** The end user the turn runs for; absent in turns recorded before it. */
+  user?: EndUser;
+  /** When the turn started (its TurnStarted's `at`): the turn's `{{now}}`. */
+  startedAt?: string;
 }
 
 /**
@@ -121,7 +128,9 @@ export interface Conversation {
   contextTokens?: number;
   turn?: CurrentTurn;
   /** Turns waiting behind the running one (`ifBusy: enqueue`), oldest first. */
-  queued: Array<{ turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole } & TurnIntent>;
+  queued: Array<
+    { turnId: string; messageId: string; agent: AgentSnapshot; role: ActorRole; user?: EndUser } & TurnIntent
+  >;
   /**
    * Messages of queued turns, held out of `messages` (so out of the running turn's prompt and of
    * the API's `messages`) until their own turn starts.
@@ -256,7 +265,12 @@ const conversationCreated = (state: Conversation, { data }: EventOf<'Conversatio
 };
 
 const userMessageAdded = (state: Conversation, { data }: EventOf<'UserMessageAdded'>): Conversation => {
-  const message: ConversationMessage = { id: data.messageId, role: 'user', content: data.content };
+  const message: ConversationMessage = {
+    id: data.messageId,
+    role: 'user',
+    content: data.content,
+    ...(data.context ? { context: data.context } : {}),
+  };
   // Added while another turn runs: the message of a queued turn, held until that turn starts.
   if (state.turn && state.turn.turnId !== data.turnId) {
     return { ...state, heldMessages: [...state.heldMessages, { turnId: data.turnId, message }] };
@@ -295,8 +309,15 @@ const feedbackGiven = (state: Conversation, { data }: EventOf<'FeedbackGiven'>):
 };
 
 const turnQueued = (state: Conversation, { data }: EventOf<'TurnQueued'>): Conversation => {
-  const { turnId, messageId, agent, role, intent, confidence } = data;
-  const queued = { turnId, messageId, agent, role, ...intentOf({ intent, confidence }) };
+  const { turnId, messageId, agent, role, intent, confidence, user } = data;
+  const queued = {
+    turnId,
+    messageId,
+    agent,
+    role,
+    ...intentOf({ intent, confidence }),
+    ...(user ? { user } : {}),
+  };
   return { ...state, queued: [...state.queued, queued] };
 };
 
@@ -310,7 +331,16 @@ const turnStarted = (state: Conversation, { data }: EventOf<'TurnStarted'>): Con
       queued: state.queued.filter((q) => q.turnId !== turnId),
       heldMessages: state.heldMessages.filter((h) => h.turnId !== turnId),
     },
-    { turnId, agent: data.agent, role: data.role, step: 0, toolCalls: [], ...intentOf(data) },
+    {
+      turnId,
+      agent: data.agent,
+      role: data.role,
+      step: 0,
+      toolCalls: [],
+      ...intentOf(data),
+      ...(data.user ? { user: data.user } : {}),
+      startedAt: data.at,
+    },
   );
 };
 

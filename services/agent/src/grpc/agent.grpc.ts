@@ -154,6 +154,8 @@ export class AgentController implements AgentServiceController {
         content: input?.content ?? '',
         ifBusy: ifBusyOf(input?.ifBusy),
         ...(replaceFrom ? { replaceFrom } : {}),
+        ...(input?.contextJson ? { contextJson: input.contextJson } : {}),
+        ...(input?.userRole ? { userRole: input.userRole } : {}),
       };
       const { turnId, version } = await this.conversations.send(
         ctx,

@@ -107,6 +107,7 @@ export const conversationMessage = (view: ConversationView): ConversationMessage
       argsJson: jsonText(c.args),
     })),
     ...(m.toolCallId === undefined ? {} : { toolCallId: m.toolCallId }),
+    ...(m.context === undefined ? {} : { contextJson: JSON.stringify(m.context) }),
     ...(m.feedback === undefined ? {} : { feedback: { ...m.feedback } }),
   })),
   pendingApprovals: view.pendingApprovals.map((a) => ({
@@ -201,6 +202,7 @@ export const toolDefinitionOf = (tool: ToolMessage): ToolDefinition => {
       tool.timeoutMs || (tool.kind === 'client' ? DEFAULT_CLIENT_TOOL_TIMEOUT_MS : DEFAULT_TOOL_TIMEOUT_MS),
     ...memoryOf(tool.memoryJson),
     ...(tool.affects.length > 0 ? { affects: [...new Set(tool.affects)] } : {}),
+    ...(tool.userRoles.length > 0 ? { userRoles: [...new Set(tool.userRoles)] } : {}),
   };
 };
 

@@ -102,6 +102,7 @@ describe('configuration requests', () => {
     builtin: true,
     memoryJson: '',
     affects: [],
+    userRoles: [],
     outputSchemaJson: '',
   };
 

@@ -1,4 +1,5 @@
-import type { AgentPhases } from '@keel/events';
+import type { AgentPhases, EndUser } from '@keel/events';
+import { allowsEndUser } from '@keel/events';
 import type { ToolCallVerdict } from '../conversation/conversation.commands.js';
 
 /** Roles of tenant keys, as API.md names them. */
@@ -12,6 +13,8 @@ export interface GuardedTool {
   roles: Role[];
   /** Phases the tool may run in; empty means every phase. */
   phases: string[];
+  /** End-user roles (`X-Keel-User-Role`) whose turns may call it; absent or empty: every end user. */
+  userRoles?: string[];
 }
 
 /** The agent's side of the guard: which tools it has, and its phase machine if it declares one. */
@@ -30,6 +33,8 @@ export interface GuardInput {
   role: Role;
   /** The conversation's current phase (undefined when the agent declares none). */
   phase: string | undefined;
+  /** The turn's end user (absent in turns recorded before it). */
+  user?: EndUser;
 }
 
 const refuse = (code: string, message: string): ToolCallVerdict => ({
@@ -51,6 +56,13 @@ export const guardToolCall = (input: GuardInput): ToolCallVerdict => {
     return refuse(
       'forbidden_tool',
       `"${name}" may not be called on behalf of a ${role}. Do the task without it or ask the user.`,
+    );
+  }
+  if (!allowsEndUser(tool.userRoles, input.user)) {
+    // Not offered to this end user either (offeredTools): the model called it anyway.
+    return refuse(
+      'forbidden_for_user_role',
+      `"${name}" is not available to this user${input.user?.role ? ` (role ${input.user.role})` : ''}. Do the task without it.`,
     );
   }
   if (phase !== undefined && tool.phases.length > 0 && !tool.phases.includes(phase)) {

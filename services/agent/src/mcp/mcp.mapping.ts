@@ -18,6 +18,7 @@ export const mcpSettingsOf = (server: McpServer): PutMcpServer['server'] => ({
   timeoutMs: server.timeoutMs || MCP_TIMEOUT_MS,
   retryUnknown: server.retryUnknown,
   ...(server.affects.length > 0 ? { affects: [...new Set(server.affects)] } : {}),
+  ...(server.userRoles.length > 0 ? { userRoles: [...new Set(server.userRoles)] } : {}),
 });
 
 /** The message of a stored server: never its headers, only their names. */
@@ -36,4 +37,5 @@ export const mcpServerMessage = (server: McpServerDefinition): McpServer => ({
   retryUnknown: server.retryUnknown,
   headerNames: server.headerNames ?? [],
   affects: [...(server.affects ?? [])],
+  userRoles: [...(server.userRoles ?? [])],
 });

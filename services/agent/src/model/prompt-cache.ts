@@ -1,5 +1,10 @@
 import type { PromptMessage } from '../prompt/prompt.js';
-import { INTENT_SECTION, KNOWN_ENTITIES_SECTION, STATE_SECTION } from '../prompt/prompt.js';
+import {
+  INTENT_SECTION,
+  KNOWN_ENTITIES_SECTION,
+  MESSAGE_CONTEXT_SECTION,
+  STATE_SECTION,
+} from '../prompt/prompt.js';
 
 /** A text block of a message's content, with an explicit cache breakpoint when `cached`. */
 export interface CacheTextBlock {
@@ -13,7 +18,7 @@ export interface CacheTextBlock {
 /** The system prompt split at its stable prefix: the prefix (a breakpoint after it), then the per-conversation rest. */
 export const systemBlocks = (system: string): CacheTextBlock[] => {
   // The first per-conversation section (state, known entities) ends the stable prefix.
-  const cuts = [STATE_SECTION, KNOWN_ENTITIES_SECTION, INTENT_SECTION]
+  const cuts = [STATE_SECTION, KNOWN_ENTITIES_SECTION, INTENT_SECTION, MESSAGE_CONTEXT_SECTION]
     .map((s) => system.indexOf(s))
     .filter((i) => i >= 0);
   const cut = cuts.length === 0 ? -1 : Math.min(...cuts);

@@ -35,6 +35,9 @@ export const KNOWN_ENTITIES_SECTION = '\n\n# Known entities\n';
 /** The heading of the matched intent's guidance, after the stable prefix too (turn/intents.ts). */
 export const INTENT_SECTION = '\n\n# Intent\n';
 
+/** The heading of the turn's per-message context, after the stable prefix too (turn/end-user-prompt.ts). */
+export const MESSAGE_CONTEXT_SECTION = '\n\n# Context\n';
+
 /**
  * The system prompt, in sections ordered from the most stable to the least: role, rules,
  * instructions and tools (per agent), then state (per conversation). Everything before the state

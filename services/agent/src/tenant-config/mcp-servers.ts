@@ -2,6 +2,7 @@ import { NotFoundError, ValidationError, hasOwnKey, ownValue } from '@keel/core'
 import type { KeyRole, McpServerDefinition, McpToolDefinition, TenantConfigEvent } from '@keel/events';
 import { approvalPolicyProblem } from '@keel/tooling';
 import { checkAffects } from './affects.js';
+import { checkUserRoles } from './user-roles.js';
 
 /*
  * MCP servers in the tenant configuration (API.md "Tool sources and policies"). Agents name a
@@ -75,6 +76,7 @@ const checkServer = (server: PutMcpServer['server']): void => {
   }
   if (typeof server.retryUnknown !== 'boolean') fail('retryUnknown', 'retryUnknown must be a boolean');
   checkAffects(server.affects);
+  checkUserRoles(server.userRoles);
 };
 
 /**

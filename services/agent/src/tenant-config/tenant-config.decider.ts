@@ -18,6 +18,8 @@ import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
 import type { PutMcpServer } from './mcp-servers.js';
 import { decideDeleteMcpServer, decidePutMcpServer, isKnownMcpTool } from './mcp-servers.js';
 import { checkAffects } from './affects.js';
+import { checkUserRoles } from './user-roles.js';
+import { checkEndUserOptions } from './end-user-options.js';
 import { checkSubAgents } from '../sub-agents/sub-agent-rules.js';
 import { decideDeleteHook, decidePutHook } from './hooks.js';
 
@@ -180,6 +182,7 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
     fail('timeoutMs', `timeoutMs must be an integer from 100 to ${maxTimeoutMs}`);
   }
   checkAffects(tool.affects);
+  checkUserRoles(tool.userRoles);
 };
 
 /** Every tool an agent names exists: the tenant's, a built-in, or a configured MCP server's. */
@@ -239,6 +242,7 @@ const checkAgent = (agent: AgentDefinition, state: TenantConfig): void => {
     fail('toolResultMaxChars', 'toolResultMaxChars must be an integer of at least 100');
   }
   if (agent.phases) checkPhases(agent.phases, agent.tools);
+  checkEndUserOptions(agent);
   checkSubAgents(agent, state.agents);
 };
 

@@ -81,6 +81,8 @@ export interface GuardContext {
   agent: Pick<AgentDefinition, 'tools' | 'phases'>;
   role: CurrentTurn['role'];
   phase: string | undefined;
+  /** The turn's end user: tools by `userRoles`, approvals by `exceptUserRoles`. */
+  user?: CurrentTurn['user'];
   validate: ToolCatalog['validate'];
   /** Where the conversation stands in a sub-agent call chain (sub-agent calls are checked along it). */
   position?: ChainPosition;
@@ -99,6 +101,7 @@ export const guardContext = (
   agent: { ...agent, tools: tools.map((t) => t.name) },
   role: turn.role,
   phase: state.phase ?? agent.phases?.initial,
+  ...(turn.user ? { user: turn.user } : {}),
   validate,
   position: { conversationId: state.id, ...(state.parent ? { parent: state.parent } : {}), agent },
 });
@@ -120,7 +123,7 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
           ? ctx.validate(tool.inputSchema, call.args)
           : [];
     const { agent } = ctx;
-    const approval = tool && approvalOf(tool, call.args, ctx.validate);
+    const approval = tool && approvalOf(tool, call.args, ctx.validate, ctx.user?.role);
     const verdict = guardToolCall({
       name: call.name,
       argErrors,
@@ -128,6 +131,7 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
       agent: { tools: agent.tools, ...(agent.phases ? { phases: agent.phases } : {}) },
       role: ctx.role,
       phase: ctx.phase,
+      ...(ctx.user ? { user: ctx.user } : {}),
     });
     if (verdict.kind !== 'allow' || !tool || !approval) return { verdict };
     const subAgent = ctx.position && judgeSubAgentCall(call.name, call.toolCallId, ctx.position);
@@ -151,8 +155,13 @@ export const judgeToolCall = (call: KeptToolCall, ctx: GuardContext): JudgedCall
 };
 
 /** What the tool's approval policy says of this call's arguments. */
-const approvalOf = (tool: ResolvedTool, args: unknown, validate: ToolCatalog['validate']): ApprovalVerdict =>
-  approvalFor(tool.approval, args, (schema, value) => validate(schema, value).length === 0);
+const approvalOf = (
+  tool: ResolvedTool,
+  args: unknown,
+  validate: ToolCatalog['validate'],
+  userRole: string | undefined,
+): ApprovalVerdict =>
+  approvalFor(tool.approval, args, (schema, value) => validate(schema, value).length === 0, userRole);
 
 /** What a model answer is recorded with besides the answer itself. */
 export interface RecordingInput {

@@ -45,6 +45,7 @@ export const resolveTools = (names: string[], config: TenantConfig, catalog: Too
         approval: server.approval,
         roles: server.roles,
         phases: [],
+        ...(server.userRoles && server.userRoles.length > 0 ? { userRoles: server.userRoles } : {}),
         ...(server.affects && server.affects.length > 0 ? { affects: server.affects } : {}),
       }));
     }
@@ -58,6 +59,7 @@ export const resolveTools = (names: string[], config: TenantConfig, catalog: Too
           approval: own.approval,
           roles: own.roles,
           phases: own.phases,
+          ...(own.userRoles && own.userRoles.length > 0 ? { userRoles: own.userRoles } : {}),
           ...(own.affects && own.affects.length > 0 ? { affects: own.affects } : {}),
           ...(own.kind === 'client' ? { client: { timeoutMs: own.timeoutMs } } : {}),
         },

@@ -5,14 +5,16 @@ import type { PromptMessage, PromptTool } from '../prompt/prompt.js';
 import { INTENT_SECTION, promptMessages } from '../prompt/prompt.js';
 import type { TenantConfig } from '../tenant-config/tenant-config.decider.js';
 import { applyContextPolicy } from './context-policy.js';
+import { withFilledInstructions, withMessageContext } from './end-user-prompt.js';
 import { entitiesOf, withKnownEntities } from './working-memory.js';
 import type { Classified } from './intents.js';
 import { classifyIntent } from './intents.js';
 
 /**
  * The prompt of a model call: the conversation as the model sees it, the entities its tool
- * results named (read before anything is stubbed) in a "Known entities" section, then the
- * agent's context policy.
+ * results named (read before anything is stubbed) in a "Known entities" section, the turn's
+ * message context in its own section, then the agent's context policy. The instructions are
+ * filled for the turn (templates).
  */
 export const promptOf = (
   agent: AgentDefinition,
@@ -21,9 +23,9 @@ export const promptOf = (
   tenant: TenantConfig,
   classified?: Classified,
 ): PromptMessage[] => {
-  const full = promptMessages(agent, tools, state);
+  const full = promptMessages(withFilledInstructions(agent, state), tools, state);
   const entities = entitiesOf(full, (name) => ownValue(tenant.tools, name)?.memory);
-  const guided = withGuidance(withKnownEntities(full, entities), classified);
+  const guided = withMessageContext(withGuidance(withKnownEntities(full, entities), classified), state);
   return applyContextPolicy(guided, agent.options?.context).messages;
 };
 

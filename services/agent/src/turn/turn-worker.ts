@@ -29,6 +29,7 @@ import type { TurnMetrics } from './turn-metrics.js';
 import { NO_TURN_METRICS, TurnTimings } from './turn-metrics.js';
 import type { ResolvedTool, ToolCatalog } from './tool-catalog.js';
 import { resolveTools } from './tool-catalog.js';
+import { offeredTools } from './offered-tools.js';
 import { subAgentTools } from '../sub-agents/sub-agent-rules.js';
 import type { GuardContext, KeptToolCall } from './step-policy.js';
 import {
@@ -190,7 +191,8 @@ export class TurnWorker {
       ...subAgentTools([...(agent.options?.agents ?? []), ...(state.delegates ?? [])], tenant.agents),
     ];
     const tools = narrowTools(offered, intent);
-    const output = await this.callModel(call, tenant, agent, tools, state);
+    const phase = state.phase ?? agent.phases?.initial;
+    const output = await this.callModel(call, tenant, agent, offeredTools(tools, turn.user, phase), state);
     if (!output) return;
     // The usage instant selects the price in force; it is also the recorded output's `at`.
     const at = new Date().toISOString();

@@ -1,6 +1,7 @@
 // Bodies of the tenant configuration routes (API.md "Tenant configuration"), checked for shape and
 // types here; the agent service checks the meaning (names, URLs, ranges, known tools).
 import type { Agent, Tool } from '@keel/proto/keel/agent/v1/agent';
+import { isEndUserRole } from '@keel/events';
 import { approvalTextOf } from './approval-field.js';
 import {
   fail,
@@ -81,7 +82,22 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     phases: optionalStrings(object.phases, 'phases', 50, 64) ?? [],
     memoryJson: memoryJsonOf(object.memory),
     affects: affectsOf(object.affects),
+    userRoles: userRolesOf(object.userRoles),
   };
+};
+
+/** Most end-user roles a tool's (or MCP server's) `userRoles` may list. */
+export const MAX_USER_ROLES = 20;
+
+/**
+ * A tool's (or MCP server's) `userRoles` (API.md "The end user"): end-user role words
+ * (`X-Keel-User-Role`), unique, in order.
+ */
+export const userRolesOf = (value: unknown, field = 'userRoles'): string[] => {
+  if (value === undefined) return [];
+  const message = `${field} must be a list of at most ${MAX_USER_ROLES} roles (1 to 64 letters, digits, _ or -)`;
+  if (!Array.isArray(value) || value.length > MAX_USER_ROLES) return fail(field, message);
+  return [...new Set(value.map((item: unknown) => (isEndUserRole(item) ? item : fail(field, message))))];
 };
 
 /** A client tool's `timeoutMs` (its calls' deadline) when the body leaves it out, and its range. */

@@ -35,6 +35,8 @@ export interface AgentView {
   promptCache?: boolean;
   autoTitle?: boolean;
   context?: unknown;
+  contextSchema?: unknown;
+  timeZone?: string;
 }
 
 const parsed = (text: string): unknown => (text === '' ? undefined : (JSON.parse(text) as unknown));

@@ -1,5 +1,13 @@
 // Bodies of the conversation routes (API.md "Conversations"), mapped to keel.conversations.v1 requests.
-import { fail, objectWith, optionalString, optionalWord, requiredString } from '../config/request-fields.js';
+import { isEndUserRole } from '@keel/events';
+import {
+  fail,
+  objectWith,
+  optionalJsonObject,
+  optionalString,
+  optionalWord,
+  requiredString,
+} from '../config/request-fields.js';
 import { readEnv } from '@keel/runtime';
 
 /** keel.conversations.v1.CreateConversationRequest's fields the body sets. */
@@ -13,9 +21,26 @@ export interface CreateConversationFields {
 export interface SendMessageFields {
   content: string;
   ifBusy: 'IF_BUSY_REJECT' | 'IF_BUSY_ENQUEUE' | 'IF_BUSY_INTERRUPT';
+  /** The per-message `context` as JSON text; empty or absent when the body has none. */
+  contextJson?: string;
   /** Edit/regenerate: the user message this one replaces (API `replaceFrom`); absent: none. */
   replaceFrom?: string;
 }
+
+/** Largest per-message `context` as JSON text (API.md "Per-message context"): 32 KiB. */
+export const MAX_CONTEXT_BYTES = 32 * 1024;
+
+/** The end-user role header (API.md "The end user"), next to `X-Keel-User`. */
+export const USER_ROLE_HEADER = 'x-keel-user-role';
+
+/** `X-Keel-User-Role`: a role word, or empty when absent; a malformed one is a 400 naming the header. */
+export const parseUserRole = (value: string | string[] | undefined, field = 'X-Keel-User-Role'): string => {
+  if (value === undefined) return '';
+  if (Array.isArray(value) || !isEndUserRole(value)) {
+    return fail(field, `${field} must be one word of 1 to 64 letters, digits, _ or -`);
+  }
+  return value;
+};
 
 /** keel.conversations.v1.DecideApprovalRequest's fields the body sets (enums by name). */
 export interface DecideApprovalFields {
@@ -71,17 +96,37 @@ export const parseMetadata = (value: unknown): Record<string, string> => {
   return metadata;
 };
 
-/** Checks `{ content, ifBusy? }`. */
+/**
+ * A gRPC `context_json` (the same rules as the body's `context`): a JSON object of at most
+ * 32 KiB, re-serialized; empty stays empty.
+ */
+export const parseContextJson = (text: string, field = 'context_json'): string => {
+  if (text === '') return '';
+  if (Buffer.byteLength(text) > MAX_CONTEXT_BYTES) {
+    return fail(field, `${field} must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return fail(field, `${field} must be a JSON object`);
+  }
+  return JSON.stringify(optionalJsonObject(value, field, MAX_CONTEXT_BYTES));
+};
+
+/** Checks `{ content, ifBusy?, context? }` (`context`: a JSON object of at most 32 KiB as JSON). */
 export const parseSendMessage = (body: unknown): SendMessageFields => {
-  const object = objectWith(body, ['content', 'ifBusy', 'replaceFrom']);
+  const object = objectWith(body, ['content', 'ifBusy', 'context', 'replaceFrom']);
   const content = requiredString(object.content, 'content', MAX_CONTENT_CHARS);
   const ifBusy =
     optionalWord(object.ifBusy, 'ifBusy', ['reject', 'enqueue', 'interrupt'] as const) ?? 'reject';
+  const context = optionalJsonObject(object.context, 'context', MAX_CONTEXT_BYTES);
   const replaceFrom = optionalString(object.replaceFrom, 'replaceFrom', 64);
   if (replaceFrom === '') fail('replaceFrom', 'replaceFrom must be a message id');
   return {
     content,
     ifBusy: IF_BUSY[ifBusy],
+    ...(context ? { contextJson: JSON.stringify(context) } : {}),
     ...(replaceFrom ? { replaceFrom } : {}),
   };
 };

@@ -42,6 +42,8 @@ export interface ConversationView {
     toolCallId?: string;
     /** The latest rating given to the message. */
     feedback?: { rating: string; comment?: string };
+    /** The per-message context a user message was sent with. */
+    context?: unknown;
   }>;
   pendingApprovals: Array<{
     approvalId: string;
@@ -163,6 +165,7 @@ export const conversationView = (conversation: Conversation): ConversationView =
         }
       : {}),
     ...(message.toolCallId ? { toolCallId: message.toolCallId } : {}),
+    ...(message.contextJson ? { context: json(message.contextJson) } : {}),
     ...feedbackView(message.feedback),
   })),
   ...pendingView(conversation),

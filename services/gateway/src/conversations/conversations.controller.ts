@@ -30,7 +30,13 @@ import {
 } from '../idempotency/idempotency-key.js';
 import { ForwardsIdempotencyKey, OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
 import { TurnFeedService } from '../feed/turn-feed.service.js';
-import { parseCreateConversation, parseDecideApproval, parseSendMessage } from './conversation-requests.js';
+import {
+  parseCreateConversation,
+  parseDecideApproval,
+  parseSendMessage,
+  parseUserRole,
+  USER_ROLE_HEADER,
+} from './conversation-requests.js';
 import { parseListQuery } from './conversation-management-requests.js';
 import type { ConversationListItem, ConversationView } from './conversation-views.js';
 import { conversationListView, conversationView, decisionWord, summaryView } from './conversation-views.js';
@@ -120,7 +126,8 @@ export class ConversationsController {
   }
 
   /**
-   * `POST /v1/conversations/{id}/messages` `{ content, ifBusy? }`: with `Accept: text/event-stream`
+   * `POST /v1/conversations/{id}/messages` `{ content, ifBusy?, context? }` (the end user's role in
+   * `X-Keel-User-Role`): with `Accept: text/event-stream`
    * the turn's frames as SSE until it ends (a client leaving stops the reading, never the turn);
    * otherwise 202 `{ turnId }`. Bad body, unknown conversation, busy (409), over budget (402):
    * problem+json before any frame. A retry with the same `Idempotency-Key` starts no second turn:
@@ -138,6 +145,7 @@ export class ConversationsController {
     @Res() reply: StreamReply,
   ): Promise<void> {
     const fields = parseSendMessage(body);
+    const userRole = parseUserRole(request.raw.headers[USER_ROLE_HEADER]);
     const streamed = acceptsEventStream(request.raw.headers.accept);
     // A retried stream may resume: Last-Event-ID, as on the events feed (a malformed one: 400).
     const lastEventId = request.raw.headers['last-event-id'];
@@ -147,6 +155,7 @@ export class ConversationsController {
     const turn = await this.turns.submitOnce(context, {
       conversationId,
       ...fields,
+      userRole,
       ...(idempotencyKey ? { idempotencyKey } : {}),
     });
     if (turn.replayed) reply.header(IDEMPOTENT_REPLAY_HEADER, 'true');

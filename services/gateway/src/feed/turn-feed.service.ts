@@ -16,6 +16,8 @@ import { turnFrames } from './turn-frames.js';
 /** A message to send: the conversation, the checked body fields, and the caller's Idempotency-Key. */
 export interface TurnRequest extends SendMessageFields {
   conversationId: string;
+  /** The end user's role (`X-Keel-User-Role`); empty or absent: none. */
+  userRole?: string;
   idempotencyKey?: string;
   /** A retry (same Idempotency-Key) resumes after this version (the client's `Last-Event-ID`). */
   resumeAfter?: number;
@@ -83,6 +85,8 @@ export class TurnFeedService implements BeforeApplicationShutdown {
       body: {
         content: request.content,
         ifBusy: request.ifBusy,
+        context: request.contextJson ?? '',
+        userRole: request.userRole ?? '',
         replaceFrom: request.replaceFrom ?? '',
       },
       // The key goes on to the agent, whose log answers a retry with the first turn.
@@ -96,13 +100,15 @@ export class TurnFeedService implements BeforeApplicationShutdown {
 
   /** Submits the message through the agent: the turn it started or queued, and its start version. */
   async submit(caller: CallContext, request: TurnRequest): Promise<SubmittedTurn> {
-    const { conversationId, content, ifBusy, idempotencyKey } = request;
+    const { conversationId, content, ifBusy, idempotencyKey, contextJson, userRole } = request;
     const response = await this.agent.call('submitMessage', caller, {
       request: {
         conversationId,
         content,
         ifBusy: ifBusyFromJSON(ifBusy),
         idempotencyKey: idempotencyKey ?? '',
+        contextJson: contextJson ?? '',
+        userRole: userRole ?? '',
         replaceFrom: request.replaceFrom ?? '',
       },
     });

@@ -79,7 +79,15 @@ describe('TurnFeedService', () => {
       {
         rpc: 'submitMessage',
         request: {
-          request: { conversationId, content: 'hi', ifBusy: IfBusy.ENQUEUE, idempotencyKey: 'key-1' },
+          request: {
+            conversationId,
+            content: 'hi',
+            ifBusy: IfBusy.ENQUEUE,
+            idempotencyKey: 'key-1',
+            contextJson: '',
+            userRole: '',
+            replaceFrom: '',
+          },
         },
       },
     ]);

@@ -29,7 +29,13 @@ import { from, Observable } from 'rxjs';
 import type { CallContext } from '../agent-client/agent.client.js';
 import { AgentClient, callContextOf } from '../agent-client/agent.client.js';
 import type { RouteRole } from '../auth/principal.js';
-import { MAX_CONTENT_CHARS, parseCreateConversation } from '../conversations/conversation-requests.js';
+import {
+  MAX_CONTENT_CHARS,
+  USER_ROLE_HEADER,
+  parseContextJson,
+  parseCreateConversation,
+  parseUserRole,
+} from '../conversations/conversation-requests.js';
 import type { SendMessageFields } from '../conversations/conversation-requests.js';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
@@ -71,7 +77,10 @@ const idempotencyKeyFrom = (
 };
 
 /** Checks SendMessage's own fields as the HTTP body check does (content 1..MAX chars, a known if_busy). */
-const sendFields = (request: SendMessageRequest): SendMessageFields & { conversationId: string } => {
+const sendFields = (
+  request: SendMessageRequest,
+  metadata: Metadata | undefined,
+): SendMessageFields & { conversationId: string; userRole: string } => {
   const conversationId = request.conversationId ?? '';
   if (conversationId === '')
     throw new ValidationError('conversation_id is required', { field: 'conversation_id' });
@@ -84,7 +93,11 @@ const sendFields = (request: SendMessageRequest): SendMessageFields & { conversa
   if (!ifBusy)
     throw new ValidationError('if_busy must be REJECT, ENQUEUE or INTERRUPT', { field: 'if_busy' });
   const replaceFrom = request.replaceFrom ?? '';
-  return { conversationId, content, ifBusy, ...(replaceFrom ? { replaceFrom } : {}) };
+  const contextJson = parseContextJson(request.contextJson ?? '');
+  // The role in the request, else in `x-keel-user-role` metadata (as HTTP's header).
+  const role = request.userRole || metadata?.get(USER_ROLE_HEADER)[0]?.toString();
+  const userRole = role ? parseUserRole(role, 'user_role') : '';
+  return { conversationId, content, ifBusy, ...(replaceFrom ? { replaceFrom } : {}), contextJson, userRole };
 };
 
 /**
@@ -225,7 +238,7 @@ export class ConversationsGrpcController implements ConversationServiceControlle
             ...(call ? { call } : {}),
           });
           context = callContextOf(caller.principal, caller.requestId);
-          const fields = sendFields(request);
+          const fields = sendFields(request, metadata);
           const idempotencyKey = idempotencyKeyFrom(request.idempotencyKey, metadata);
           const turn = await this.turns.sendAndStream(
             context,

@@ -2,7 +2,7 @@
 // here; the agent checks the meaning (name, URL and egress, allow-list against what the server lists).
 import type { McpServer } from '@keel/proto/keel/mcp/v1/mcp';
 import { approvalOfText, approvalTextOf } from '../config/approval-field.js';
-import { TOOL_TIMEOUT_MS, affectsOf } from '../config/config-requests.js';
+import { TOOL_TIMEOUT_MS, affectsOf, userRolesOf } from '../config/config-requests.js';
 import {
   fail,
   objectWith,
@@ -58,6 +58,7 @@ export const parsePutMcpServer = (name: string, body: unknown): McpServerRequest
     'timeoutMs',
     'retryUnknown',
     'affects',
+    'userRoles',
   ]);
   if (object.retryUnknown !== undefined && typeof object.retryUnknown !== 'boolean') {
     fail('retryUnknown', 'retryUnknown must be a boolean');
@@ -76,6 +77,7 @@ export const parsePutMcpServer = (name: string, body: unknown): McpServerRequest
       retryUnknown: object.retryUnknown === true,
       headerNames: [],
       affects: affectsOf(object.affects),
+      userRoles: userRolesOf(object.userRoles),
     },
     headers: checkHeaders(object.headers),
   };
@@ -93,6 +95,7 @@ export interface McpServerView {
   retryUnknown: boolean;
   headers: string[];
   affects?: string[];
+  userRoles?: string[];
 }
 
 /** The view of a stored server (`headers`: the names only). */
@@ -111,4 +114,5 @@ export const mcpServerView = (server: McpServer): McpServerView => ({
   retryUnknown: server.retryUnknown,
   headers: server.headerNames,
   ...(server.affects.length > 0 ? { affects: server.affects } : {}),
+  ...(server.userRoles.length > 0 ? { userRoles: server.userRoles } : {}),
 });

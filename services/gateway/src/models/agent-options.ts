@@ -4,6 +4,7 @@ import {
   fail,
   objectWith,
   optionalIntegerIn,
+  optionalJsonObject,
   optionalNumberIn,
   optionalObject,
   optionalString,
@@ -20,6 +21,8 @@ export const AGENT_OPTION_FIELDS = [
   'autoTitle',
   'context',
   'intents',
+  'contextSchema',
+  'timeZone',
   'agents',
   'maxDepth',
 ] as const;
@@ -109,6 +112,9 @@ export const agentOptionsJson = (body: Record<string, unknown>): string => {
     autoTitle: optionalBoolean(body.autoTitle, 'autoTitle'),
     context: contextOf(body.context),
     intents: intentsOf(body.intents),
+    // The per-message context's schema (the agent compiles it) and `{{now}}`'s zone (the agent checks it).
+    contextSchema: optionalJsonObject(body.contextSchema, 'contextSchema', 64 * 1024),
+    timeZone: optionalString(body.timeZone, 'timeZone', 64),
     // Sub-agents (API.md "Tool sources and policies"): the agent checks they exist and close no cycle.
     agents: optionalStrings(body.agents, 'agents', 20, 64),
     maxDepth: optionalIntegerIn(body.maxDepth, 'maxDepth', 1, 5),

@@ -4,7 +4,7 @@ import type { BuiltinTool } from '@keel/tooling';
 import { approvalFor, defaultArgsValidator, formatArgsProblems } from '@keel/tooling';
 import type { ArgsValidator } from '@keel/tooling';
 import type { ToolCallLedger } from './ledger.js';
-import type { JsonSchema, ToolDefinition, ToolError, ToolOutcome } from './types.js';
+import type { CallCaller, JsonSchema, ToolDefinition, ToolError, ToolOutcome } from './types.js';
 import { ToolCallCancelledError } from './webhook-executor.js';
 import type { WebhookRequest, WebhookResult } from './webhook-executor.js';
 import type { McpCallRequest, McpCallResult } from './mcp-executor.js';
@@ -27,6 +27,8 @@ export interface ToolCallRequest {
   webhookSecret?: string;
   /** An MCP tool's server headers, opened. */
   mcpHeaders?: Record<string, string>;
+  /** The turn's end user and the conversation's metadata (API.md "The end user"); sent with the call. */
+  caller?: CallCaller;
 }
 
 /** What `executeToolCall` works with. */
@@ -70,6 +72,7 @@ export const executeToolCall = async (
     request.tool.approval,
     request.args,
     (schema, args) => validator.validate(schema, args).ok,
+    request.caller?.user?.role,
   );
   if (approval.required && !request.approvalGranted) {
     // A call that completed (approved) earlier is still answered from the ledger.
@@ -164,6 +167,7 @@ const callMcp = async (
     args: request.args,
     toolCallId: request.toolCallId,
     timeoutMs: tool.timeoutMs,
+    ...(request.caller ? { caller: request.caller } : {}),
     ...(signal ? { signal } : {}),
   });
   if (result.ok && exceedsJsonDepth(result.result, MAX_RESULT_DEPTH)) {
@@ -201,6 +205,7 @@ const callWebhook = async (
     conversationId: request.conversationId,
     toolCallId: request.toolCallId,
     args: request.args,
+    ...(request.caller ? { caller: request.caller } : {}),
     timeoutMs: tool.timeoutMs,
     secret: request.webhookSecret,
     signal,

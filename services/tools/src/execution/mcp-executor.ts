@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolError } from './types.js';
+import type { CallCaller, ToolError } from './types.js';
 import { ToolCallCancelledError } from './webhook-executor.js';
 
 /*
@@ -36,8 +36,20 @@ export interface McpCallRequest extends McpEndpoint {
   args: unknown;
   /** Sent as `_meta["keel/toolCallId"]`, so the server can tell a repeat from a new call. */
   toolCallId: string;
+  /** Sent as `_meta["keel/user"]` (`{ id, role }`) and `_meta["keel/metadata"]` (the conversation's). */
+  caller?: CallCaller;
   signal?: AbortSignal;
 }
+
+/** The call's `_meta`: its id, and who it is made for when known (API.md "The end user"). */
+const callMeta = (request: McpCallRequest): Record<string, unknown> => {
+  const { caller } = request;
+  return {
+    'keel/toolCallId': request.toolCallId,
+    ...(caller?.user ? { 'keel/user': { id: caller.user.id, role: caller.user.role ?? null } } : {}),
+    ...(caller ? { 'keel/metadata': caller.metadata ?? {} } : {}),
+  };
+};
 
 /** The answer of one call: what the model sees, as a result or a tool error. */
 export type McpCallResult =
@@ -154,7 +166,7 @@ export class McpExecutor {
           {
             name: request.tool,
             arguments: (request.args ?? {}) as Record<string, unknown>,
-            _meta: { 'keel/toolCallId': request.toolCallId },
+            _meta: callMeta(request),
           },
           undefined,
           { timeout: timeoutMs, ...(signal ? { signal } : {}) },

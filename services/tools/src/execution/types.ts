@@ -56,3 +56,12 @@ export interface ToolCallKey {
   tenantId: string;
   toolCallId: string;
 }
+
+/**
+ * Who a call is made for (API.md "The end user"): the turn's end user (`X-Keel-User`,
+ * `X-Keel-User-Role`) and the conversation's metadata, sent with webhook and MCP calls.
+ */
+export interface CallCaller {
+  user?: { id: string; role?: string };
+  metadata?: Record<string, string>;
+}

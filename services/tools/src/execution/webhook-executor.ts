@@ -3,7 +3,7 @@ import { KeelError } from '@keel/core';
 import { EgressPolicy, createEgressFetch, egressDeniedIn } from '@keel/runtime';
 import { backoffDelayMs, sleep } from './backoff.js';
 import { readBody, readSnippet, snippetOf } from './response-body.js';
-import type { ToolError } from './types.js';
+import type { CallCaller, ToolError } from './types.js';
 import { signBody } from './webhook-signature.js';
 
 export { signBody, verifySignature } from './webhook-signature.js';
@@ -16,6 +16,8 @@ export interface WebhookRequest {
   /** Also the `Idempotency-Key`: every attempt and every redelivery of the call carries it. */
   toolCallId: string;
   args: unknown;
+  /** The turn's end user and the conversation's metadata: the body's `user` and `metadata`. */
+  caller?: CallCaller;
   /** Deadline of each attempt (connect, headers and body), in milliseconds. */
   timeoutMs: number;
   /** The tenant's webhook secret. */
@@ -233,10 +235,22 @@ export class WebhookExecutor {
 }
 
 /** A short, secret-free reason for a network failure (`ECONNREFUSED`, `ENOTFOUND`, …). */
-/** The body a webhook receives (its call's ids, tenant and arguments) and its signature. */
+/**
+ * The body a webhook receives (its call's ids, tenant and arguments; the end user `{ id, role }`
+ * and the conversation's `metadata` when the call was recorded with them) and its signature.
+ */
 const signedBody = (request: WebhookRequest): { body: Buffer; signature: string } => {
-  const { toolCallId, conversationId, tenantId, args } = request;
-  const body = Buffer.from(JSON.stringify({ toolCallId, conversationId, tenantId, args }), 'utf8');
+  const { toolCallId, conversationId, tenantId, args, caller } = request;
+  const forUser = caller
+    ? {
+        ...(caller.user ? { user: { id: caller.user.id, role: caller.user.role ?? null } } : {}),
+        metadata: caller.metadata ?? {},
+      }
+    : {};
+  const body = Buffer.from(
+    JSON.stringify({ toolCallId, conversationId, tenantId, args, ...forUser }),
+    'utf8',
+  );
   return { body, signature: signBody(request.secret, body) };
 };
 

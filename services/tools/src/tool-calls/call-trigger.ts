@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '@keel/core';
+import type { CallCaller } from '../execution/types.js';
 
 /** A conversation event that asks for a tool call to run now. */
 export interface CallTrigger {
@@ -19,7 +20,26 @@ export interface RequestedCall {
   client: boolean;
   /** The event's version in the conversation stream. */
   version: number;
+  /** The turn's end user and the conversation's metadata, sent on with webhook and MCP calls. */
+  caller?: CallCaller;
 }
+
+/** The event's `user` and `metadata`, when well-formed (events before them have neither). */
+const callerOf = (data: Record<string, unknown>): CallCaller | undefined => {
+  const user = record(data.user);
+  const id = text(user?.id);
+  const role = text(user?.role);
+  const metadata = record(data.metadata);
+  const strings =
+    metadata && Object.values(metadata).every((v) => typeof v === 'string')
+      ? (metadata as Record<string, string>)
+      : undefined;
+  if (!id && !strings) return undefined;
+  return {
+    ...(id ? { user: { id, ...(role ? { role } : {}) } } : {}),
+    ...(strings ? { metadata: strings } : {}),
+  };
+};
 
 /** Why a requested call is not run after all. */
 export type SkipReason = 'turn-cancelled' | 'result-recorded' | 'client-call';

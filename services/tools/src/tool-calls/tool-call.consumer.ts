@@ -324,6 +324,7 @@ export class ToolCallConsumer {
         args: call.args,
         tool: tool.definition,
         approvalGranted: trigger.approvalGranted,
+        ...(call.caller ? { caller: call.caller } : {}),
         ...(webhookSecret === undefined ? {} : { webhookSecret }),
         ...(mcpHeaders === undefined ? {} : { mcpHeaders }),
       },
