@@ -146,19 +146,26 @@ export class HookDeliveries {
     const now = this.#now();
     const lanes = await this.#deps.lanes.claim(this.#owner, now, this.#options.leaseMs, room);
     for (const lane of lanes) {
-      const work: Promise<void> = this.#work(lane)
-        .catch((error: unknown) =>
-          this.#deps.logger.warn(
-            { err: error, hook: lane.hook, tenantId: lane.tenantId },
-            'hook lane failed',
-          ),
-        )
-        .finally(() => {
-          this.#active.delete(work);
-          void this.#deps.lanes.release(lane.id, this.#owner).catch(() => undefined);
-        });
+      const work: Promise<void> = this.#workAndRelease(lane).finally(() => this.#active.delete(work));
       this.#active.add(work);
     }
+  }
+
+  /**
+   * Works the lane, gives it back, and looks for work again at once when it went well (events may
+   * have come meanwhile); after an unexpected error (the store down) it waits for the next poll.
+   */
+  async #workAndRelease(lane: HookLane): Promise<void> {
+    let worked = false;
+    try {
+      await this.#work(lane);
+      worked = true;
+    } catch (error) {
+      this.#deps.logger.warn({ err: error, hook: lane.hook, tenantId: lane.tenantId }, 'hook lane failed');
+    } finally {
+      await this.#deps.lanes.release(lane.id, this.#owner).catch(() => undefined);
+    }
+    if (worked && this.#timer) this.wake();
   }
 
   /** Sends the lane's events after its cursor in order, until done or a failed attempt. */
@@ -195,7 +202,10 @@ export class HookDeliveries {
     }
   }
 
-  /** One attempt at one event: true when settled (sent, or dead-lettered after the last attempt). */
+  /**
+   * One attempt at one event: true when settled (sent, or dead-lettered after the last attempt)
+   * and the lane is still this process's; false to stop working the lane.
+   */
   async #deliver(
     lane: HookLane,
     hook: HookDefinition,
@@ -206,8 +216,8 @@ export class HookDeliveries {
     const log = this.#deps.logger.child({ hook: hook.name, tenantId: lane.tenantId, eventId: event.eventId });
     const answer = await this.#send(hook, event, sealed);
     if (answer.ok) {
-      await this.#deps.lanes.advance(lane.id, this.#owner, event.version);
-      return true;
+      // False: the lease ran out and another process took the lane; it goes on from there.
+      return this.#deps.lanes.advance(lane.id, this.#owner, event.version);
     }
     const attempts = priorAttempts + 1;
     const next = afterFailure(this.#options.schedule, attempts, this.#now());
@@ -221,8 +231,7 @@ export class HookDeliveries {
       attempts,
     });
     log.warn({ attempts, error: answer.error }, 'hook delivery dead-lettered');
-    await this.#deps.lanes.advance(lane.id, this.#owner, event.version);
-    return true;
+    return this.#deps.lanes.advance(lane.id, this.#owner, event.version);
   }
 
   /** Sends the event to the hook once; a 2xx's `{ data }` is appended to the conversation. */
