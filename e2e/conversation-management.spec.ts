@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
 import { answerOf, openTurnStream } from './support/http.js';
+import { ConversationStatus } from '@keel/proto/keel/conversations/v1/conversations';
 import { conversationsClient } from './support/grpc-client.js';
 import { startAudit } from './support/platform.js';
 
@@ -245,6 +246,17 @@ describe('conversation management (gateway, agent, tools, audit, pricing as proc
     expect((await turn(b, { content: 'Break [fail]' })).at(-1)!.event).toBe('turn.failed');
     await eventually(async () => expect((await list('status=failed')).ids).toEqual([b]));
     expect((await list('status=idle&metadata.site=blog')).ids).toEqual([a]);
+
+    // The same filters over gRPC (keel.conversations.v1 ListConversations), and userId on GetConversation.
+    const client = conversationsClient(platform.grpcAddress);
+    const listed = await client.unary('listConversations', keys.viewer, {
+      status: ConversationStatus.FAILED,
+      metadata: { site: 'blog' },
+    });
+    expect(listed.data.map((d) => [d.id, d.userId])).toEqual([[b, 'u-2']]);
+    const fetched = await client.unary('getConversation', keys.viewer, { conversationId: a });
+    expect(fetched.conversation).toMatchObject({ title: 'Docs chat', userId: 'u-1' });
+    client.close();
 
     for (const [query, field] of [
       ['colour=red', 'colour'],

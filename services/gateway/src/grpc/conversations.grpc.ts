@@ -20,6 +20,7 @@ import type {
 } from '@keel/proto/keel/conversations/v1/conversations';
 import {
   ConversationServiceControllerMethods,
+  conversationStatusFromJSON,
   decisionFromJSON,
 } from '@keel/proto/keel/conversations/v1/conversations';
 import type { KeelLogger } from '@keel/runtime';
@@ -158,7 +159,8 @@ export class ConversationsGrpcController implements ConversationServiceControlle
           cursor: request.cursor ?? '',
           agentId: request.agentId ?? '',
           userId: request.userId ?? '',
-          status: request.status ?? 0,
+          // Nest's loader hands enums over by name: the number the agent's request encodes.
+          status: conversationStatusFromJSON(request.status ?? 0),
           metadata: { ...request.metadata },
         },
       }),
