@@ -85,7 +85,17 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
           url: platform.webhook.url,
         },
       ],
-      ['/v1/agents/helper', { model: 'openai:gpt-4o-mini', tools: ['lookup'], maxSteps: 4 }],
+      [
+        '/v1/tools/refund',
+        {
+          description: 'Refund an order',
+          inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+          kind: 'webhook',
+          url: platform.webhook.url,
+          approval: 'always',
+        },
+      ],
+      ['/v1/agents/helper', { model: 'openai:gpt-4o-mini', tools: ['lookup', 'refund'], maxSteps: 4 }],
       ['/v1/providers/openai', { baseUrl: platform.fake.url, apiKey: 'sk-tenant-e2e' }],
     ] as const)
       expect((await call('PUT', path, acme.keys.admin, body)).status).toBe(200);
@@ -200,4 +210,29 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
     expect(trail).toMatchObject({ type: 'ConversationDeleted', target: `conversation:${id}` });
     expect(trail.actor).toMatchObject({ role: 'editor' });
   }, 120_000);
+
+  it('deletes a conversation whose turn waits for an approval: the approval leaves GET /v1/approvals', async () => {
+    platform.fake.on(
+      lastUserMessageIncludes('[waiting]'),
+      fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'order-9' } }]),
+    );
+    const created = await call('POST', '/v1/conversations', acme.keys.editor, { agentId: 'helper' });
+    const { id } = created.body as { id: string };
+    const stream = await openTurnStream(platform.base, acme.keys.editor, id, {
+      content: '[waiting] refund it',
+    });
+    await stream.until((f) => f.event === 'approval.required', 30_000);
+    stream.close();
+    const pending = async () =>
+      (
+        (await call('GET', '/v1/approvals?status=pending', acme.keys.admin)).body as {
+          data: Array<{ conversationId: string }>;
+        }
+      ).data.map((a) => a.conversationId);
+    await eventually(async () => expect(await pending()).toContain(id));
+
+    expect((await call('DELETE', `/v1/conversations/${id}`, acme.keys.editor)).status).toBe(204);
+    await eventually(async () => expect(await pending()).not.toContain(id));
+    expect((await call('GET', `/v1/conversations/${id}`, acme.keys.viewer)).status).toBe(404);
+  }, 60_000);
 });
