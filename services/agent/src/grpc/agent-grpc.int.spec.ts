@@ -148,6 +148,7 @@ describe('tenant configuration over gRPC', () => {
       builtin: false,
       memoryJson: '',
       affects: [],
+      outputSchemaJson: '',
     });
 
     const { data } = await call<{ data: Array<{ name: string; builtin: boolean; kind: string }> }>(
@@ -482,10 +483,10 @@ describe('conversations over gRPC', () => {
 });
 
 describe('the agent process', () => {
-  it('stops on SIGTERM, draining its consumers (turns twice, conversation index, budget settlement, the run manager twice, the sub-agent manager), and exits 0', async () => {
+  it('stops on SIGTERM, draining its consumers (turns twice, conversation index, budget settlement, the run manager twice, the sub-agent manager, client call deadlines), and exits 0', async () => {
     client.close();
     expect(await agent.kill('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
     const drained = agent.stdoutLines.find((line) => line.includes('"step":"consumers-drained"'));
-    expect(drained, agent.tail()).toMatch(/"consumers":7/);
+    expect(drained, agent.tail()).toMatch(/"consumers":8/);
   });
 });
