@@ -201,6 +201,10 @@ export type ToolCallRequested = EventData<
     timeoutMs?: number;
     /** A client call's deadline when it needs no approval (else the approving ApprovalDecided's). */
     deadline?: string;
+    /** The turn's end user, sent with webhook and MCP calls (API "The end user"); absent before it. */
+    user?: EndUser;
+    /** The conversation's metadata when the call was asked for, sent with webhook and MCP calls. */
+    metadata?: Record<string, string>;
     at: string;
   }
 >;

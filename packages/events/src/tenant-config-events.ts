@@ -43,6 +43,8 @@ export interface ToolDefinition {
   affects?: string[];
   /** A client tool's result schema (JSON Schema): an answer off it is refused. */
   outputSchema?: Record<string, unknown>;
+  /** End-user roles (`X-Keel-User-Role`) in whose turns it is offered and run; absent: every end user. */
+  userRoles?: string[];
 }
 
 /** An agent as stored (API.md `PUT /v1/agents/{agentId}`). */

@@ -265,7 +265,7 @@ const toolCallEvents = (
     const extras = { ...requestedExtras(verdict), ...clientCallFields(verdict.client, approvalRequired, at) };
     const requested: ConversationEvent = {
       type: 'ToolCallRequested',
-      data: { turnId, toolCallId, name, args, approvalRequired, ...extras, at },
+      data: { turnId, toolCallId, name, args, approvalRequired, ...extras, ...caller, at },
     };
     if (!approvalRequired && !verdict.passedByPolicy) return [requested];
     const approvalId = approvalIds[toolCallId];

@@ -279,6 +279,7 @@ export const toolMessage = (tool: ToolDefinition): ToolMessage => ({
   memoryJson: tool.memory ? JSON.stringify(tool.memory) : '',
   affects: [...(tool.affects ?? [])],
   outputSchemaJson: tool.outputSchema ? JSON.stringify(tool.outputSchema) : '',
+  userRoles: [...(tool.userRoles ?? [])],
 });
 
 /** A built-in tool as ListTools answers it: callable by any role in any phase, never approved. */
@@ -296,6 +297,7 @@ export const builtinToolMessage = (tool: BuiltinToolInfo): ToolMessage => ({
   memoryJson: '',
   affects: [],
   outputSchemaJson: '',
+  userRoles: [],
 });
 
 const phasesOf = (text: string): AgentPhases | undefined => {

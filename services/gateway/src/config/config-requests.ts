@@ -69,6 +69,7 @@ export const parsePutTool = (name: string, body: unknown): ToolMessage => {
     'memory',
     'affects',
     'outputSchema',
+    'userRoles',
   ]);
   const inputSchema = optionalJsonObject(object.inputSchema, 'inputSchema', MAX_SCHEMA_BYTES);
   if (inputSchema === undefined) fail('inputSchema', 'inputSchema is required (a JSON schema object)');

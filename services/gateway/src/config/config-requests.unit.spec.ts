@@ -36,6 +36,7 @@ describe('tenant configuration bodies', () => {
       memoryJson: '',
       affects: [],
       outputSchemaJson: '',
+      userRoles: [],
     });
     expect(toolView({ ...tool, timeoutMs: 10_000, builtin: false })).toMatchObject({
       inputSchema: schema,

@@ -18,6 +18,7 @@ export interface ToolView {
   affects?: string[];
   /** A client tool's result schema. */
   outputSchema?: unknown;
+  userRoles?: string[];
 }
 
 /** An agent as `PUT /v1/agents/{id}` and `GET /v1/agents` answer it. */
@@ -56,6 +57,7 @@ export const toolView = (tool: ToolMessage & { builtin?: boolean }): ToolView =>
   ...(tool.memoryJson ? { memory: parsed(tool.memoryJson) } : {}),
   ...(tool.affects && tool.affects.length > 0 ? { affects: tool.affects } : {}),
   ...(tool.outputSchemaJson ? { outputSchema: parsed(tool.outputSchemaJson) } : {}),
+  ...(tool.userRoles && tool.userRoles.length > 0 ? { userRoles: tool.userRoles } : {}),
 });
 
 /** The agent message as JSON: `agentId` is `id`, `phasesJson` is `phases`. */

@@ -90,6 +90,7 @@ export const requestedCall = (event: RecordedEvent): RequestedCall | undefined =
     approvalRequired: data.approvalRequired === true,
     client: data.executor === 'client',
     version: event.version,
+    ...(callerOf(data) ? { caller: callerOf(data)! } : {}),
   };
 };
 

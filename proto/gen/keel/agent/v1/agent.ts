@@ -199,6 +199,11 @@ export interface Tool {
   affects: string[];
   /** Client tools: JSON Schema their results must match, as JSON text; empty: any JSON. */
   outputSchemaJson: string;
+  /**
+   * End-user roles (`X-Keel-User-Role`) in whose turns the tool is offered and run; empty: every
+   * end user. In other turns it is not offered, and a call is a tool error `forbidden_for_user_role`.
+   */
+  userRoles: string[];
 }
 
 /** Request of AgentService.PutTool. */
@@ -1374,6 +1379,7 @@ function createBaseTool(): Tool {
     memoryJson: "",
     affects: [],
     outputSchemaJson: "",
+    userRoles: [],
   };
 }
 
@@ -1417,6 +1423,9 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.outputSchemaJson !== "") {
       writer.uint32(114).string(message.outputSchemaJson);
+    }
+    for (const v of message.userRoles) {
+      writer.uint32(106).string(v!);
     }
     return writer;
   },
@@ -1538,6 +1547,14 @@ export const Tool: MessageFns<Tool> = {
             message.outputSchemaJson = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.userRoles.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1581,6 +1598,11 @@ export const Tool: MessageFns<Tool> = {
         : isSet(object.output_schema_json)
         ? globalThis.String(object.output_schema_json)
         : "",
+      userRoles: globalThis.Array.isArray(object?.userRoles)
+        ? object.userRoles.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.user_roles)
+        ? object.user_roles.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1625,6 +1647,9 @@ export const Tool: MessageFns<Tool> = {
     if (message.outputSchemaJson !== "") {
       obj.outputSchemaJson = message.outputSchemaJson;
     }
+    if (message.userRoles?.length) {
+      obj.userRoles = message.userRoles;
+    }
     return obj;
   },
 
@@ -1646,6 +1671,7 @@ export const Tool: MessageFns<Tool> = {
     message.memoryJson = object.memoryJson ?? "";
     message.affects = object.affects?.map((e) => e) || [];
     message.outputSchemaJson = object.outputSchemaJson ?? "";
+    message.userRoles = object.userRoles?.map((e) => e) || [];
     return message;
   },
 };

@@ -327,6 +327,10 @@ export interface Message {
   toolCallId?:
     | string
     | undefined;
+  /** The per-message context sent with a user message, as JSON text (user messages only). */
+  contextJson?:
+    | string
+    | undefined;
   /** The latest rating given to the message, if any (SubmitFeedback). */
   feedback?: MessageFeedback | undefined;
 }
@@ -451,6 +455,16 @@ export interface SendMessageRequest {
   actingUserId: string;
   /** Retries with the same key and request do not start a second turn (24 h, per tenant). */
   idempotencyKey: string;
+  /**
+   * What the user's screen shows (API.md "Per-message context"): a JSON object as JSON text, at
+   * most 32 KiB; empty means none. Checked against the agent's `contextSchema` when it has one.
+   */
+  contextJson: string;
+  /**
+   * The end user's role (HTTP `X-Keel-User-Role`, gRPC `x-keel-user-role` metadata when this is
+   * empty): a word of 1 to 64 letters, digits, `_` or `-`; empty means none. Recorded on the turn.
+   */
+  userRole: string;
   /**
    * Edit/regenerate: the id of a user message of the conversation; the turn runs as if the
    * conversation ended just before it (the log keeps the old branch). Empty: none.
@@ -1843,6 +1857,9 @@ export const Message: MessageFns<Message> = {
     if (message.toolCallId !== undefined) {
       writer.uint32(42).string(message.toolCallId);
     }
+    if (message.contextJson !== undefined) {
+      writer.uint32(50).string(message.contextJson);
+    }
     if (message.feedback !== undefined) {
       MessageFeedback.encode(message.feedback, writer.uint32(162).fork()).join();
     }
@@ -1902,6 +1919,14 @@ export const Message: MessageFns<Message> = {
             message.toolCallId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.contextJson = reader.string();
+            continue;
+          }
           case 20: {
             if (tag !== 162) {
               break;
@@ -1937,6 +1962,11 @@ export const Message: MessageFns<Message> = {
         : isSet(object.tool_call_id)
         ? globalThis.String(object.tool_call_id)
         : undefined,
+      contextJson: isSet(object.contextJson)
+        ? globalThis.String(object.contextJson)
+        : isSet(object.context_json)
+        ? globalThis.String(object.context_json)
+        : undefined,
       feedback: isSet(object.feedback) ? MessageFeedback.fromJSON(object.feedback) : undefined,
     };
   },
@@ -1958,6 +1988,9 @@ export const Message: MessageFns<Message> = {
     if (message.toolCallId !== undefined) {
       obj.toolCallId = message.toolCallId;
     }
+    if (message.contextJson !== undefined) {
+      obj.contextJson = message.contextJson;
+    }
     if (message.feedback !== undefined) {
       obj.feedback = MessageFeedback.toJSON(message.feedback);
     }
@@ -1974,6 +2007,7 @@ export const Message: MessageFns<Message> = {
     message.content = object.content ?? "";
     message.toolCalls = object.toolCalls?.map((e) => MessageToolCall.fromPartial(e)) || [];
     message.toolCallId = object.toolCallId ?? undefined;
+    message.contextJson = object.contextJson ?? undefined;
     message.feedback = (object.feedback !== undefined && object.feedback !== null)
       ? MessageFeedback.fromPartial(object.feedback)
       : undefined;
@@ -3274,7 +3308,16 @@ export const ListConversationsResponse: MessageFns<ListConversationsResponse> = 
 };
 
 function createBaseSendMessageRequest(): SendMessageRequest {
-  return { conversationId: "", content: "", ifBusy: 0, actingUserId: "", idempotencyKey: "", replaceFrom: "" };
+  return {
+    conversationId: "",
+    content: "",
+    ifBusy: 0,
+    actingUserId: "",
+    idempotencyKey: "",
+    contextJson: "",
+    userRole: "",
+    replaceFrom: "",
+  };
 }
 
 export const SendMessageRequest: MessageFns<SendMessageRequest> = {
@@ -3293,6 +3336,12 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(42).string(message.idempotencyKey);
+    }
+    if (message.contextJson !== "") {
+      writer.uint32(50).string(message.contextJson);
+    }
+    if (message.userRole !== "") {
+      writer.uint32(58).string(message.userRole);
     }
     if (message.replaceFrom !== "") {
       writer.uint32(162).string(message.replaceFrom);
@@ -3353,6 +3402,22 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.contextJson = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.userRole = reader.string();
+            continue;
+          }
           case 20: {
             if (tag !== 162) {
               break;
@@ -3396,6 +3461,16 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : "",
+      contextJson: isSet(object.contextJson)
+        ? globalThis.String(object.contextJson)
+        : isSet(object.context_json)
+        ? globalThis.String(object.context_json)
+        : "",
+      userRole: isSet(object.userRole)
+        ? globalThis.String(object.userRole)
+        : isSet(object.user_role)
+        ? globalThis.String(object.user_role)
+        : "",
       replaceFrom: isSet(object.replaceFrom)
         ? globalThis.String(object.replaceFrom)
         : isSet(object.replace_from)
@@ -3421,6 +3496,12 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     if (message.idempotencyKey !== "") {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.contextJson !== "") {
+      obj.contextJson = message.contextJson;
+    }
+    if (message.userRole !== "") {
+      obj.userRole = message.userRole;
+    }
     if (message.replaceFrom !== "") {
       obj.replaceFrom = message.replaceFrom;
     }
@@ -3437,6 +3518,8 @@ export const SendMessageRequest: MessageFns<SendMessageRequest> = {
     message.ifBusy = object.ifBusy ?? 0;
     message.actingUserId = object.actingUserId ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.contextJson = object.contextJson ?? "";
+    message.userRole = object.userRole ?? "";
     message.replaceFrom = object.replaceFrom ?? "";
     return message;
   },

@@ -55,6 +55,8 @@ export interface McpServer {
   headerNames: string[];
   /** Resources its tools' successful calls change (as keel.agent.v1.Tool.affects); empty: none. */
   affects: string[];
+  /** End-user roles in whose turns its tools are offered and run (as keel.agent.v1.Tool.user_roles). */
+  userRoles: string[];
 }
 
 /** Request of McpService.PutMcpServer. */
@@ -309,6 +311,7 @@ function createBaseMcpServer(): McpServer {
     retryUnknown: false,
     headerNames: [],
     affects: [],
+    userRoles: [],
   };
 }
 
@@ -343,6 +346,9 @@ export const McpServer: MessageFns<McpServer> = {
     }
     for (const v of message.affects) {
       writer.uint32(82).string(v!);
+    }
+    for (const v of message.userRoles) {
+      writer.uint32(90).string(v!);
     }
     return writer;
   },
@@ -440,6 +446,14 @@ export const McpServer: MessageFns<McpServer> = {
             message.affects.push(reader.string());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.userRoles.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -476,6 +490,11 @@ export const McpServer: MessageFns<McpServer> = {
         ? object.header_names.map((e: any) => globalThis.String(e))
         : [],
       affects: globalThis.Array.isArray(object?.affects) ? object.affects.map((e: any) => globalThis.String(e)) : [],
+      userRoles: globalThis.Array.isArray(object?.userRoles)
+        ? object.userRoles.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.user_roles)
+        ? object.user_roles.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -511,6 +530,9 @@ export const McpServer: MessageFns<McpServer> = {
     if (message.affects?.length) {
       obj.affects = message.affects;
     }
+    if (message.userRoles?.length) {
+      obj.userRoles = message.userRoles;
+    }
     return obj;
   },
 
@@ -531,6 +553,7 @@ export const McpServer: MessageFns<McpServer> = {
     message.retryUnknown = object.retryUnknown ?? false;
     message.headerNames = object.headerNames?.map((e) => e) || [];
     message.affects = object.affects?.map((e) => e) || [];
+    message.userRoles = object.userRoles?.map((e) => e) || [];
     return message;
   },
 };
