@@ -129,6 +129,9 @@ const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel
   return { chat, apiKey };
 };
 
+/** The answer's room above an Anthropic thinking budget when max_tokens must be raised past it. */
+export const THINKING_ANSWER_TOKENS = 4_096;
+
 const anthropicModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
   const { apiKey, baseUrl, fetch } = endpointOf(
     'anthropic',
@@ -143,6 +146,16 @@ const anthropicModel = (model: string, settings: ChatModelSettings): BuiltChatMo
     ...(fetch ? { clientOptions: { fetch } } : {}),
     ...streamingWithUsage('anthropic', settings),
   });
+  // Anthropic takes a thinking budget only below max_tokens: LangChain's default max_tokens for
+  // the model (16,384 for claude-sonnet-4-5) may not be, when the agent sets no maxOutputTokens.
+  const budget = settings.providerOptions?.thinkingBudgetTokens;
+  if (
+    budget !== undefined &&
+    settings.providerOptions?.maxOutputTokens === undefined &&
+    chat.maxTokens <= budget
+  ) {
+    chat.maxTokens = budget + THINKING_ANSWER_TOKENS;
+  }
   return { chat, apiKey };
 };
 

@@ -114,4 +114,36 @@ describe('createModelStep on Anthropic (content blocks)', () => {
       stream: true,
     });
   });
+
+  it('sends extended thinking without a temperature, max_tokens above the budget when the default is not', async () => {
+    const egress = EgressPolicy.fromAllowList('127.0.0.0/8');
+    const step = createModelStep({ env: {}, maxRetries: 0, egress });
+    const call = (thinkingBudgetTokens: number) =>
+      step({
+        model: 'anthropic:claude-sonnet-4-5',
+        credentials: { apiKey: 'sk-ant-test', baseUrl },
+        messages: [{ role: 'user', content: 'Think.' }],
+        tools: [],
+        temperature: 0,
+        providerOptions: { thinkingBudgetTokens },
+        signal: new AbortController().signal,
+        onDelta: () => {},
+      });
+    bodies.length = 0;
+    await call(20_000);
+    await call(2_048);
+    expect(bodies[0]).toMatchObject({
+      thinking: { type: 'enabled', budget_tokens: 20_000 },
+      max_tokens: 24_096,
+    });
+    // LangChain's default for the model (16,384) is above this budget: left as it is.
+    expect(bodies[1]).toMatchObject({
+      thinking: { type: 'enabled', budget_tokens: 2_048 },
+      max_tokens: 16_384,
+    });
+    for (const body of bodies) {
+      expect(body).not.toHaveProperty('temperature');
+      expect(body).not.toHaveProperty('top_p');
+    }
+  });
 });
