@@ -120,3 +120,31 @@ describe('Activity (running turns and pending approvals folded from the log)', (
     expect(activity.runningTurns()).toEqual([]);
   });
 });
+
+describe('Activity: client tool calls waiting for their client (the Overview count)', () => {
+  const requested = (conversationId: string, turnId: string, toolCallId: string, extra: object) =>
+    event('acme', conversationId, 'ToolCallRequested', { turnId, toolCallId, name: 'read_page', ...extra });
+
+  it('counts a client call from its deadline (request, or approval) until its result or its turn ends', () => {
+    const activity = new Activity();
+    activity.apply(started('acme', 'c1', 't1'));
+    activity.apply(requested('c1', 't1', 'k1', { executor: 'client', deadline: '2026-01-01T00:01:30Z' }));
+    activity.apply(requested('c1', 't1', 'w1', {})); // a webhook call: the tools service's
+    activity.apply(requested('c1', 't1', 'k2', { executor: 'client', approvalRequired: true }));
+    expect(activity.clientCallsPending('acme')).toBe(1);
+    activity.apply(
+      event('acme', 'c1', 'ApprovalDecided', {
+        turnId: 't1',
+        approvalId: 'a1',
+        toolCallId: 'k2',
+        decision: 'approve',
+        deadline: '2026-01-01T00:02:00Z',
+      }),
+    );
+    expect([activity.clientCallsPending('acme'), activity.clientCallsPending('globex')]).toEqual([2, 0]);
+    activity.apply(event('acme', 'c1', 'ToolCallCompleted', { turnId: 't1', toolCallId: 'k1', ok: true }));
+    expect(activity.clientCallsPending()).toBe(1);
+    activity.apply(event('acme', 'c1', 'TurnCancelled', { turnId: 't1', withdrawnApprovals: [] }));
+    expect(activity.clientCallsPending()).toBe(0);
+  });
+});
