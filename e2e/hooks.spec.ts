@@ -21,6 +21,7 @@ interface HookHit {
   event: string;
   signature: string;
   raw: string;
+  receivedAt: number;
   body: { eventId: string; event: string; conversationId: string; version: number };
 }
 
@@ -48,6 +49,7 @@ const startReceiver = async () => {
         event: String(req.headers['x-keel-event'] ?? ''),
         signature: String(req.headers['x-keel-signature'] ?? ''),
         raw,
+        receivedAt: performance.now(),
         body,
       };
       hits.push(hit);
@@ -88,6 +90,7 @@ describe('hooks (gateway, agent, tools as processes)', () => {
     );
     stream.close();
     expect(frames.at(-1)?.event).toBe('turn.completed');
+    return performance.now();
   };
   const newConversation = async () => {
     const created = await answerOf(
@@ -130,8 +133,7 @@ describe('hooks (gateway, agent, tools as processes)', () => {
     expect(listed.body).toEqual({ data: [put.body] });
 
     const id = await newConversation();
-    await turn(id, '[hk-1]');
-    await turn(id, '[hk-2]');
+    const completedAt = [await turn(id, '[hk-1]'), await turn(id, '[hk-2]')];
     // The third delivery is held by the receiver while the tools service is SIGKILLed.
     receiver.hold(4_000);
     await turn(id, '[hk-3]');
@@ -162,8 +164,11 @@ describe('hooks (gateway, agent, tools as processes)', () => {
     for (const hit of ok()) {
       expect(hit.signature).toBe(`sha256=${createHmac('sha256', secret).update(hit.raw).digest('hex')}`);
     }
+    // From the client seeing turn.completed to the hook receiving it (the first two turns).
+    const latency = completedAt.map((at, i) => Math.round(deduped[i]!.receivedAt - at));
     console.info(
-      `hooks e2e: ${ok().length} POSTs for 5 events (${ok().length - 5} redelivered after the SIGKILL)`,
+      `hooks e2e: ${ok().length} POSTs for 5 events (${ok().length - 5} redelivered after the SIGKILL); ` +
+        `turn.completed seen by the client -> by the hook: ${latency.join(' ms, ')} ms`,
     );
 
     // The stream: the five turn.completed, in the hook's order, and one `data` per event though some were sent twice.
