@@ -42,6 +42,9 @@ export const turnCostOf = (
   return cost;
 };
 
+/** The budget entry of an auto title call (`UsageRecorded` step 0, after its turn ended). */
+export const titleCallId = (turnId: string): string => `${turnId}:title`;
+
 /**
  * Settles turns against their month's budget: a durable consumer of the conversation streams
  * that, when a turn ends (completed, failed or cancelled), sums its recorded costs and settles
@@ -76,6 +79,10 @@ export class BudgetSettlement {
   }
 
   private async onEvent({ event }: Delivery): Promise<void> {
+    if (isEvent<UsageRecorded>(event, 'UsageRecorded') && event.data.step === 0) {
+      await this.settleTitleCall(event);
+      return;
+    }
     if (!isTurnEnd(event)) return;
     const { turnId, at } = event.data;
     const events = await this.store.read(event.tenantId, event.streamName, { toVersion: event.version });
@@ -95,5 +102,25 @@ export class BudgetSettlement {
       { turnId, costUsd: cost.costUsd, unpricedSteps: cost.unpricedSteps, at },
       metadata,
     );
+  }
+
+  /**
+   * An agent's auto title call (API `autoTitle`) is recorded after its turn ended, so the turn's
+   * settlement does not see it: it is settled on its own (no reservation; the decider records a
+   * cost once per id), in the month of the call.
+   */
+  private async settleTitleCall(event: Delivery['event'] & UsageRecorded): Promise<void> {
+    const { turnId, costUsd, at } = event.data;
+    const metadata = {
+      ...(event.metadata.correlationId ? { correlationId: event.metadata.correlationId } : {}),
+      causationId: event.eventId,
+    };
+    const call = {
+      turnId: titleCallId(turnId),
+      costUsd: costUsd ?? 0,
+      unpricedSteps: costUsd === null ? 1 : 0,
+      at,
+    };
+    await this.budgets.settle(event.tenantId, budgetMonthOf(at), call, metadata);
   }
 }
