@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
 import { answerOf, openTurnStream } from './support/http.js';
+import type { TurnEvent } from '@keel/proto/keel/conversations/v1/conversations';
+import { conversationsClient, sendStatus } from './support/grpc-client.js';
 
 const INSTRUCTIONS = 'You edit {{metadata.siteName}} for {{user.id}} ({{user.role}}); it is {{now}}.';
 const CONTEXT_SCHEMA = {
@@ -192,6 +194,41 @@ describe('the end user (gateway, agent, tools as processes)', () => {
       keys.editor,
     );
     expect(cancelled.status).toBe(202);
+  });
+
+  it('takes the context and the end-user role over gRPC SendMessage too', async () => {
+    const grpc = conversationsClient(platform.grpcAddress);
+    try {
+      platform.fake.on(lastUserMessageIncludes('[eu-grpc]'), fakeReply.text('Seen over gRPC.'));
+      const events: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        const call = grpc.stream(keys.editor, {
+          conversationId,
+          content: 'Where am I? [eu-grpc]',
+          contextJson: JSON.stringify({ page: 'pricing' }),
+          userRole: 'viewer',
+        });
+        call.on('data', (event: TurnEvent) => events.push(event.event));
+        call.on('error', reject);
+        call.on('end', resolve);
+      });
+      expect(events.at(-1)).toBe('turn.completed');
+      const [request] = requestWith('[eu-grpc]');
+      expect(String(request!.messages[0]!.content)).toContain('# Context\n');
+      expect(String(request!.messages[0]!.content)).toContain('{"page":"pricing"}');
+      expect((request!.tools ?? []).map((t) => t.function.name)).not.toContain('delete_page');
+      // Off the schema, or a malformed role: INVALID_ARGUMENT (3) naming the field.
+      const offSchema = await sendStatus(grpc, keys.editor, {
+        conversationId,
+        content: 'x',
+        contextJson: JSON.stringify({ page: 7 }),
+      });
+      expect(offSchema).toMatchObject({ code: 3, details: expect.stringMatching(/context\.page/) });
+      const badRole = await sendStatus(grpc, keys.editor, { conversationId, content: 'x', userRole: 'a b' });
+      expect(badRole).toMatchObject({ code: 3, details: expect.stringMatching(/user_role/) });
+    } finally {
+      grpc.close();
+    }
   });
 
   it('refuses an unknown template variable, a bad zone, a broken contextSchema and bad userRoles at PUT', async () => {
