@@ -331,18 +331,36 @@ describe('runs, end to end', () => {
     expect((await call('GET', '/v1/runs?status=done', keys.viewer)).status).toBe(400);
     expect((await call('POST', '/v1/runs', keys.viewer, { teamId: 'vote', input: 'x' })).status).toBe(403);
     expect((await call('POST', '/v1/runs', keys.editor, { teamId: 'nope', input: 'x' })).status).toBe(404);
-    const keyed = () =>
+    const keyed = (input = 'once') =>
       platform
         .request(
           'POST',
           '/v1/runs',
           keys.editor,
-          { teamId: 'vote', input: 'once' },
+          { teamId: 'vote', input },
           { 'idempotency-key': 'run-once-1' },
         )
         .then(answerOf);
     const [first, again] = [await keyed(), await keyed()];
     expect(first.status).toBe(201);
     expect((again.body as RunBody).id).toBe((first.body as RunBody).id);
+    // The key again with another body: 409 naming it, no second run.
+    const changed = await keyed('twice');
+    expect(changed.status).toBe(409);
+    expect(JSON.stringify(changed.body)).toContain('Idempotency-Key');
+    // Pages: limit and cursor as GET /v1/conversations, newest first, no run twice, none left out.
+    const all = ((await call('GET', '/v1/runs?limit=100', keys.viewer)).body as { data: RunBody[] }).data;
+    const page = async (cursor?: string) =>
+      (await call('GET', `/v1/runs?limit=2${cursor ? `&cursor=${cursor}` : ''}`, keys.viewer)).body as {
+        data: RunBody[];
+        nextCursor: string | null;
+      };
+    const one = await page();
+    const two = await page(one.nextCursor!);
+    expect([...one.data, ...two.data].map((r) => r.id)).toEqual(all.slice(0, 4).map((r) => r.id));
+    expect((await call('GET', '/v1/runs?cursor=nope!', keys.viewer)).status).toBe(400);
+    expect(JSON.stringify((await call('GET', '/v1/runs?cursor=bm9wZQ', keys.viewer)).body)).toContain(
+      'cursor',
+    );
   });
 });

@@ -136,17 +136,19 @@ export class RunManager {
     return runId && taskId ? { runId, taskId } : undefined;
   }
 
-  /** Model calls the run's running tasks have made so far (their turns' usage events). */
+  /** Model calls the run's running tasks have made so far (their turns' usage events), and how many turns are still open. */
   private async liveUsage(tenantId: string, state: RunState): Promise<LiveUsage> {
     let modelCalls = 0;
+    let open = 0;
     for (const task of state.tasks.filter((t) => t.status === 'running')) {
       const events = await this.deps.store.read(
         tenantId,
         streamName(CONVERSATION_CATEGORY, task.conversationId),
       );
       modelCalls += turnUsageOf(events as unknown as ConversationEvent[]).modelCalls;
+      if (!events.some((e) => TURN_ENDS.has(e.type))) open += 1;
     }
-    return { modelCalls };
+    return { modelCalls, open };
   }
 
   /** Does what the run needs now: cascade its end, or start its ready tasks, or end it. */

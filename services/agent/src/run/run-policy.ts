@@ -29,6 +29,8 @@ export type RunAction =
 /** Model calls of tasks still running, as their conversations have recorded them so far. */
 export interface LiveUsage {
   modelCalls: number;
+  /** Running tasks whose turn has not ended: each would make at least one more model call. */
+  open?: number;
 }
 
 const failed = (code: string, message: string): RunAction[] => [
@@ -69,6 +71,13 @@ export const nextActions = (
   const used = runUsage(state).modelCalls + live.modelCalls;
   if (used > team.maxSteps)
     return failed('max_steps', `the run exceeded maxSteps (${team.maxSteps} model calls)`);
+  // Enforced before the next call, not after it: a turn still open at the limit would exceed it.
+  if (used >= team.maxSteps && (live.open ?? 0) > 0) {
+    return failed(
+      'max_steps',
+      `the run reached maxSteps (${team.maxSteps} model calls) with a task still running`,
+    );
+  }
   const plan = planOf(team);
   const done = completedOf(state);
   if (done.size === plan.length) {
@@ -80,7 +89,8 @@ export const nextActions = (
   if (ready.length > 0 && used >= team.maxSteps) {
     return failed('max_steps', `the run reached maxSteps (${team.maxSteps} model calls) with tasks left`);
   }
-  return ready.map((slot) => ({
+  // Each task makes at least one model call: no more start at once than the calls left.
+  return ready.slice(0, team.maxSteps - used).map((slot) => ({
     type: 'StartTask',
     taskId: taskIdOf(state.runId, slot.index),
     index: slot.index,

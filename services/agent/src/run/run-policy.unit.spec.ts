@@ -1,8 +1,10 @@
 import type { TeamDefinition } from '@keel/events';
+import { fold } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { contextOf } from './run-plan.js';
 import { nextActions, taskOutcomeOf } from './run-policy.js';
 import type { SeenTask } from './run-simulation.js';
+import { runDecider } from './run.decider.js';
 import { simulateRun } from './run-simulation.js';
 
 const team = (over: Partial<TeamDefinition>): TeamDefinition => ({
@@ -168,6 +170,28 @@ describe('run policy: limits and failures', () => {
     const { state, seen } = simulateRun(team({ maxSteps: 2 }), 'Q', named);
     expect(seen).toHaveLength(2);
     expect(state.error?.code).toBe('max_steps');
+  });
+
+  it('fails with max_steps before the next call of a task still running at the limit, not after it', () => {
+    const { events } = simulateRun(team({ maxSteps: 5 }), 'Q', named);
+    const running = fold(runDecider, events.slice(0, 4)); // started, task 0 done, task 1 started
+    expect(running.tasks.map((t) => t.status)).toEqual(['completed', 'running']);
+    const now = '2026-11-24T03:00:00.000Z';
+    expect(nextActions(running, now, { modelCalls: 3, open: 1 })).toEqual([]);
+    expect(nextActions(running, now, { modelCalls: 4, open: 1 })).toMatchObject([
+      { type: 'FailRun', error: { code: 'max_steps' } },
+    ]);
+    // Its turn ended within the limit: nothing to fail (its outcome is recorded next).
+    expect(nextActions(running, now, { modelCalls: 4, open: 0 })).toEqual([]);
+  });
+
+  it('starts no more tasks at once than model calls are left', () => {
+    const { events } = simulateRun(team({ topology: 'parallel', maxSteps: 2 }), 'Q', named);
+    const started = fold(runDecider, events.slice(0, 1));
+    expect(nextActions(started, '2026-11-24T03:00:00.000Z').map((a) => a.type)).toEqual([
+      'StartTask',
+      'StartTask',
+    ]);
   });
 
   it('completes when the last task uses the last model call', () => {

@@ -1,5 +1,5 @@
 import type { Decider } from '@keel/core';
-import { ConflictError, NotFoundError, ValidationError } from '@keel/core';
+import { ConflictError, NotFoundError, ValidationError, canonicalJson } from '@keel/core';
 import type { RunEvent, RunFailure, TaskUsage, TeamDefinition } from '@keel/events';
 import type { RunState, RunTaskState, TaskStatus } from './run.state.js';
 import { NO_USAGE, hasEnded } from './run.state.js';
@@ -33,9 +33,20 @@ export type RunCommand =
 
 type CommandOf<T extends RunCommand['type']> = Extract<RunCommand, { type: T }>;
 
+/** Whether a repeated start (the same Idempotency-Key) asks for the same run: team, input and metadata. */
+const sameStart = (state: RunState, command: CommandOf<'StartRun'>): boolean =>
+  state.team?.teamId === command.team.teamId &&
+  state.input === command.input &&
+  canonicalJson(state.metadata) === canonicalJson(command.metadata);
+
 const startRun = (command: CommandOf<'StartRun'>, state: RunState): RunEvent[] => {
-  // A repeated start (a redelivery, a retry) changes nothing.
-  if (state.team) return [];
+  // A repeated start (a redelivery, a retry) changes nothing; the key with another request is a conflict.
+  if (state.team) {
+    if (sameStart(state, command)) return [];
+    throw new ConflictError('Idempotency-Key was already used with a different request', {
+      details: { field: 'Idempotency-Key' },
+    });
+  }
   const deadlineAt = new Date(Date.parse(command.at) + command.team.timeoutMs).toISOString();
   const { runId, team, input, metadata, at } = command;
   return [{ type: 'RunStarted', data: { runId, team, input, metadata, deadlineAt, at } }];

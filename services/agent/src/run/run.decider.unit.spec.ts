@@ -45,6 +45,15 @@ describe('run aggregate', () => {
       .given([started])
       .when({ type: 'StartRun', runId: 'r1', team, input: 'Q', metadata: {}, at })
       .then([]);
+    // The same Idempotency-Key (same run id) with another input or metadata: a conflict.
+    spec
+      .given([started])
+      .when({ type: 'StartRun', runId: 'r1', team, input: 'Other', metadata: {}, at })
+      .thenThrows(ConflictError, /Idempotency-Key/);
+    spec
+      .given([started])
+      .when({ type: 'StartRun', runId: 'r1', team, input: 'Q', metadata: { a: '1' }, at })
+      .thenThrows(ConflictError, /Idempotency-Key/);
   });
 
   it('starts a plan slot at most once, and none after the run ended', () => {

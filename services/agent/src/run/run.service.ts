@@ -25,6 +25,19 @@ const RUN_STATUSES: readonly RunStatus[] = ['pending', 'running', 'completed', '
 /** The stream of run `runId`. */
 export const runStream = (runId: string): string => streamName(RUN_CATEGORY, runId);
 
+/** A page's cursor: the index position of its last run (the next page starts below it). */
+const cursorOf = (last: RunState, index: ReadonlyArray<{ version: number; data: unknown }>): string => {
+  const entry = index.find((e) => (e.data as { runId?: string }).runId === last.runId);
+  return Buffer.from(`runs:${entry?.version ?? 0}`).toString('base64url');
+};
+
+/** The index position a cursor names; anything else is a 400 naming `cursor`. */
+const positionOf = (cursor: string): number => {
+  const match = /^runs:([1-9][0-9]{0,14})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw new ValidationError('cursor is not a cursor this list returned', { field: 'cursor' });
+  return Number(match[1]);
+};
+
 /** A run id from the caller's Idempotency-Key (same key, same run) or a fresh one. */
 const runIdOf = (tenantId: string, idempotencyKey: string | undefined): string =>
   idempotencyKey
@@ -100,23 +113,28 @@ export class RunService {
     return result.state;
   }
 
-  /** The tenant's runs, newest first, of `teamId` and in `status` when given. */
+  /**
+   * One page of the tenant's runs, newest first, of `teamId` and in `status` when given, from
+   * `cursor` (a `nextCursor` of the page before: the index position it stopped at).
+   */
   async list(
     tenantId: string,
-    filter: { teamId?: string; status?: string; limit: number },
-  ): Promise<RunState[]> {
+    filter: { teamId?: string; status?: string; limit: number; cursor?: string },
+  ): Promise<{ runs: RunState[]; nextCursor?: string }> {
     if (filter.status && !(RUN_STATUSES as readonly string[]).includes(filter.status)) {
       throw new ValidationError(`status must be one of ${RUN_STATUSES.join(', ')}`, { field: 'status' });
     }
+    const before = filter.cursor ? positionOf(filter.cursor) : Number.POSITIVE_INFINITY;
     const index = await this.store.read(tenantId, streamName(RUN_INDEX_CATEGORY, tenantId));
     const runs: RunState[] = [];
-    for (const entry of [...index].reverse() as unknown as RunIndexed[]) {
-      if (runs.length >= filter.limit) break;
+    const newestFirst = [...index].reverse().filter((e) => e.version < before);
+    for (const entry of newestFirst as unknown as Array<RunIndexed & { version: number }>) {
+      if (runs.length >= filter.limit) return { runs, nextCursor: cursorOf(runs.at(-1)!, newestFirst) };
       if (filter.teamId && entry.data.teamId !== filter.teamId) continue;
       const { state } = await this.handler.load(tenantId, runStream(entry.data.runId));
       if (!state.team || (filter.status && state.status !== filter.status)) continue;
       runs.push(state);
     }
-    return runs;
+    return { runs };
   }
 }

@@ -102,12 +102,13 @@ export class RunController implements RunServiceController {
   listRuns(request: ListRunsRequest): Promise<ListRunsResponse> {
     return this.call('ListRuns', request.context, VIEWER, async (ctx) => {
       const limit = Math.min(request.limit || 50, MAX_RUN_PAGE);
-      const runs = await this.runs.list(ctx.tenantId, {
+      const { runs, nextCursor } = await this.runs.list(ctx.tenantId, {
         limit,
         ...(request.teamId ? { teamId: request.teamId } : {}),
         ...(request.status ? { status: request.status } : {}),
+        ...(request.cursor ? { cursor: request.cursor } : {}),
       });
-      return { data: runs.map(runMessage) };
+      return { data: runs.map(runMessage), nextCursor: nextCursor ?? '' };
     });
   }
 

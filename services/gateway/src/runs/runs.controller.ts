@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import { Caller, RequestId } from '../auth/principal.js';
 import { Roles } from '../auth/roles.decorator.js';
 import { fail, objectWith, optionalWord, requiredString } from '../config/request-fields.js';
+import { parseListConversations } from '../conversations/conversation-requests.js';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/idempotency-key.js';
 import { OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
 import { EventsFeedService } from '../feed/events-feed.service.js';
@@ -113,21 +114,22 @@ export class RunsController {
     );
   }
 
-  /** `GET /v1/runs?teamId=&status=` → `{ data }`, newest first. */
+  /** `GET /v1/runs?teamId=&status=&limit=&cursor=` → `{ data, nextCursor }`, newest first. */
   @Get()
   @Roles('viewer')
   async list(
-    @Query('teamId') teamId: unknown,
-    @Query('status') status: unknown,
+    @Query() query: Record<string, unknown>,
     @Caller() caller: Principal,
     @RequestId() requestId: string,
-  ): Promise<{ data: RunView[] }> {
+  ): Promise<{ data: RunView[]; nextCursor: string | null }> {
     const request = {
-      teamId: single(teamId, 'teamId') ?? '',
-      status: optionalWord(single(status, 'status'), 'status', STATUSES) ?? '',
+      teamId: single(query.teamId, 'teamId') ?? '',
+      status: optionalWord(single(query.status, 'status'), 'status', STATUSES) ?? '',
+      // Pages as GET /v1/conversations pages: limit 1 to its maximum, an opaque cursor.
+      ...parseListConversations({ limit: query.limit, cursor: query.cursor }),
     };
     const response = await this.runs.call('listRuns', callContextOf(caller, requestId), request);
-    return { data: response.data.map(runView) };
+    return { data: response.data.map(runView), nextCursor: response.nextCursor || null };
   }
 
   /** `GET /v1/runs/{id}` → the run rebuilt from its log; another tenant's: 404. */

@@ -241,12 +241,16 @@ export interface ListRunsRequest {
   status: string;
   /** Page size; 0 means 50. */
   limit: number;
+  /** Where the page starts: a next_cursor an earlier page returned; empty means the newest. */
+  cursor: string;
 }
 
 /** Response of RunService.ListRuns. */
 export interface ListRunsResponse {
   /** Runs, newest first. */
   data: Run[];
+  /** The cursor of the next page; empty on the last one. */
+  nextCursor: string;
 }
 
 /** Request of RunService.CancelRun. */
@@ -2510,7 +2514,7 @@ export const GetRunResponse: MessageFns<GetRunResponse> = {
 };
 
 function createBaseListRunsRequest(): ListRunsRequest {
-  return { teamId: "", status: "", limit: 0 };
+  return { teamId: "", status: "", limit: 0, cursor: "" };
 }
 
 export const ListRunsRequest: MessageFns<ListRunsRequest> = {
@@ -2526,6 +2530,9 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     }
     if (message.limit !== 0) {
       writer.uint32(32).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(42).string(message.cursor);
     }
     return writer;
   },
@@ -2575,6 +2582,14 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
             message.limit = reader.uint32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2597,6 +2612,7 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
         : "",
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
     };
   },
 
@@ -2614,6 +2630,9 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -2628,18 +2647,22 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     message.teamId = object.teamId ?? "";
     message.status = object.status ?? "";
     message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
     return message;
   },
 };
 
 function createBaseListRunsResponse(): ListRunsResponse {
-  return { data: [] };
+  return { data: [], nextCursor: "" };
 }
 
 export const ListRunsResponse: MessageFns<ListRunsResponse> = {
   encode(message: ListRunsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.data) {
       Run.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
     }
     return writer;
   },
@@ -2665,6 +2688,14 @@ export const ListRunsResponse: MessageFns<ListRunsResponse> = {
             message.data.push(Run.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2678,13 +2709,23 @@ export const ListRunsResponse: MessageFns<ListRunsResponse> = {
   },
 
   fromJSON(object: any): ListRunsResponse {
-    return { data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => Run.fromJSON(e)) : [] };
+    return {
+      data: globalThis.Array.isArray(object?.data) ? object.data.map((e: any) => Run.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
   },
 
   toJSON(message: ListRunsResponse): unknown {
     const obj: any = {};
     if (message.data?.length) {
       obj.data = message.data.map((e) => Run.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
     }
     return obj;
   },
@@ -2695,6 +2736,7 @@ export const ListRunsResponse: MessageFns<ListRunsResponse> = {
   fromPartial<I extends Exact<DeepPartial<ListRunsResponse>, I>>(object: I): ListRunsResponse {
     const message = createBaseListRunsResponse();
     message.data = object.data?.map((e) => Run.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
