@@ -1,7 +1,9 @@
 import { EgressPolicy } from '@keel/runtime';
+import { startMcpTestServer } from '@keel/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTestWebhook } from './testing/webhook-server.js';
 import type { TestWebhook } from './testing/webhook-server.js';
+import { McpExecutor } from './mcp-executor.js';
 import { WebhookExecutor } from './webhook-executor.js';
 
 const SECRET = 'whsec_caller_test';
@@ -38,5 +40,31 @@ describe('webhook executor: the end user in the body (API.md "The end user")', (
     expect(bodies[1]).toMatchObject({ user: { id: 'bob', role: null }, metadata: {} });
     // A call recorded before end users were (no caller): the body as before.
     expect(Object.keys(bodies[2]!).sort()).toEqual(['args', 'conversationId', 'tenantId', 'toolCallId']);
+  });
+});
+
+describe('MCP executor: the end user in the call (API.md "The end user")', () => {
+  it("sends the end user and the conversation's metadata in _meta, next to the tool call id", async () => {
+    const server = await startMcpTestServer();
+    try {
+      const mcp = new McpExecutor({ egress: EgressPolicy.fromAllowList('127.0.0.0/8') });
+      const caller = { user: { id: 'ana', role: 'owner' }, metadata: { siteName: 'Acme' } };
+      const result = await mcp.call({
+        url: server.url,
+        tool: 'echo',
+        args: { text: 'hi' },
+        toolCallId: 'tc-9',
+        caller,
+        timeoutMs: 5_000,
+      });
+      expect(result.ok).toBe(true);
+      expect(server.calls[0]?.meta).toEqual({
+        'keel/toolCallId': 'tc-9',
+        'keel/user': { id: 'ana', role: 'owner' },
+        'keel/metadata': { siteName: 'Acme' },
+      });
+    } finally {
+      await server.close();
+    }
   });
 });
