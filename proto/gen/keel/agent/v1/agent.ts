@@ -263,7 +263,9 @@ export interface Agent {
   phasesJson: string;
   /**
    * The agent's model options as JSON text (API.md "Models, defaults and agent options"):
-   * `{ "providerOptions"?, "fallbackModels"?, "promptCache"?, "context"? }`; empty when none.
+   * `{ "providerOptions"?, "fallbackModels"?, "promptCache"?, "context"?, "contextSchema"?,
+   * "timeZone"? }` (`contextSchema`: the JSON Schema a message's context must match; `timeZone`:
+   * the IANA zone `{{now}}` is filled in); empty when none.
    */
   optionsJson: string;
   /**
