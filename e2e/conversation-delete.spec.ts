@@ -5,7 +5,8 @@
 // document of any collection of the database (log, snapshots, projections, ledger, indexes
 // included) nor in any message the JetStream stream retains, usage totals are unchanged and the
 // audit trail shows who deleted it. Another tenant's DELETE is 404 and changes nothing; a second
-// DELETE is 404.
+// DELETE is 404. Also: a conversation deleted while its turn waits for an approval, and one whose
+// sub-agent conversations go with it.
 import { status } from '@grpc/grpc-js';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -96,6 +97,8 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
         },
       ],
       ['/v1/agents/helper', { model: 'openai:gpt-4o-mini', tools: ['lookup', 'refund'], maxSteps: 4 }],
+      ['/v1/agents/scout', { model: 'openai:gpt-4o-mini', maxSteps: 2 }],
+      ['/v1/agents/boss', { model: 'openai:gpt-4o-mini', agents: ['scout'], maxSteps: 3 }],
       ['/v1/providers/openai', { baseUrl: platform.fake.url, apiKey: 'sk-tenant-e2e' }],
     ] as const)
       expect((await call('PUT', path, acme.keys.admin, body)).status).toBe(200);
@@ -234,5 +237,32 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
     expect((await call('DELETE', `/v1/conversations/${id}`, acme.keys.editor)).status).toBe(204);
     await eventually(async () => expect(await pending()).not.toContain(id));
     expect((await call('GET', `/v1/conversations/${id}`, acme.keys.viewer)).status).toBe(404);
+  }, 60_000);
+
+  it("deletes a conversation's sub-agent conversations with it (each holds the task its call gave)", async () => {
+    platform.fake.on(
+      lastUserMessageIncludes('[boss]'),
+      fakeReply.toolCall('agent__scout', { task: '[scout] count the owls' }),
+      'The scout counted them.',
+    );
+    platform.fake.on(lastUserMessageIncludes('[scout]'), 'Seven owls.');
+    const created = await call('POST', '/v1/conversations', acme.keys.editor, { agentId: 'boss' });
+    const { id } = created.body as { id: string };
+    const stream = await openTurnStream(platform.base, acme.keys.editor, id, {
+      content: '[boss] how many owls?',
+    });
+    const frames = await stream.until(
+      (f) => f.event === 'turn.completed' || f.event === 'turn.failed',
+      30_000,
+    );
+    stream.close();
+    expect(frames.at(-1)?.event).toBe('turn.completed');
+    const child = (frames.find((f) => f.event === 'tool.call')?.data as { childConversationId?: string })
+      .childConversationId!;
+    expect((await call('GET', `/v1/conversations/${child}`, acme.keys.viewer)).status).toBe(200);
+
+    expect((await call('DELETE', `/v1/conversations/${id}`, acme.keys.editor)).status).toBe(204);
+    for (const path of [`/v1/conversations/${child}`, `/v1/conversations/${child}/events`])
+      expect((await call('GET', path, acme.keys.viewer)).status).toBe(404);
   }, 60_000);
 });

@@ -40,3 +40,18 @@ export const decideDeletion = (
     },
   };
 };
+
+/**
+ * The child conversations a conversation's sub-agent calls ran (`childConversationId`, an id kept
+ * in clear): deleting a conversation deletes them too, since each holds the task the parent's
+ * call gave it (the call's arguments).
+ */
+export const childConversationsOf = (events: readonly RecordedEvent[]): string[] => {
+  const children = new Set<string>();
+  for (const { data } of events) {
+    if (typeof data !== 'object' || data === null || !('childConversationId' in data)) continue;
+    const child = (data as { childConversationId?: unknown }).childConversationId;
+    if (typeof child === 'string' && child !== '') children.add(child);
+  }
+  return [...children];
+};

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
 import { NotFoundError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
-import { decideDeletion } from './conversation-deletion.js';
+import { childConversationsOf, decideDeletion } from './conversation-deletion.js';
 
 const at = (version: number, type: string, data: unknown = {}): RecordedEvent => ({
   eventId: `e${version}`,
@@ -33,6 +33,17 @@ describe('decideDeletion', () => {
         metadata: command.metadata,
       },
     });
+  });
+
+  it("names the child conversations of the conversation's sub-agent calls, once each", () => {
+    const events = [
+      at(1, 'ConversationCreated'),
+      at(2, 'ToolCallRequested', { toolCallId: 't1', childConversationId: 'k1' }),
+      at(3, 'ToolCallRequested', { toolCallId: 't2' }),
+      at(4, 'ChildApprovalRequested', { childConversationId: 'k1' }),
+      at(5, 'ContentErased', { childConversationId: 'k2', erasedType: 'ToolCallRequested' }),
+    ];
+    expect(childConversationsOf(events)).toEqual(['k1', 'k2']);
   });
 
   it('answers not found for no stream (unknown, another tenant), one deleted, and one erased', () => {

@@ -1,10 +1,10 @@
 import { ConcurrencyError, NotFoundError, streamName, ValidationError } from '@keel/core';
-import type { EventMetadata } from '@keel/core';
+import type { EventMetadata, RecordedEvent } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { Infrastructure } from '@keel/runtime';
 import { KEEL_INFRA } from '@keel/runtime';
 import { Inject, Injectable } from '@nestjs/common';
-import { decideDeletion } from './conversation-deletion.js';
+import { childConversationsOf, decideDeletion } from './conversation-deletion.js';
 
 /** Appends lost to a concurrent writer (a turn still running) before the DELETE gives up. */
 const MAX_ATTEMPTS = 5;
@@ -29,6 +29,17 @@ export class ConversationEraser {
   constructor(@Inject(KEEL_INFRA) private readonly infra: Infrastructure) {}
 
   async delete(deleter: Deleter, conversationId: string): Promise<void> {
+    const events = await this.#deleteOne(deleter, conversationId);
+    // Its sub-agents' conversations hold the tasks its calls gave them: they go with it.
+    for (const child of childConversationsOf(events)) {
+      await this.delete(deleter, child).catch((error: unknown) => {
+        if (!(error instanceof NotFoundError)) throw error;
+      });
+    }
+  }
+
+  /** Appends the deletion (retrying a lost race), destroys the key; the events it decided on. */
+  async #deleteOne(deleter: Deleter, conversationId: string): Promise<RecordedEvent[]> {
     const stream = conversationStream(conversationId);
     for (let attempt = 1; ; attempt += 1) {
       const events = await this.infra.store.read(deleter.tenantId, stream);
@@ -42,12 +53,12 @@ export class ConversationEraser {
         await this.infra.store.append(deleter.tenantId, stream, [decision.event], {
           expectedVersion: decision.expectedVersion,
         });
-        break;
+        await this.infra.erasure.erase(deleter.tenantId, stream);
+        return events;
       } catch (error) {
         if (!(error instanceof ConcurrencyError) || attempt >= MAX_ATTEMPTS) throw error;
       }
     }
-    await this.infra.erasure.erase(deleter.tenantId, stream);
   }
 }
 
