@@ -14,6 +14,7 @@ import { peerCheckpointBench } from './peer-checkpoint.bench.js';
 import { rebuildBench } from './rebuild.bench.js';
 import { sealingBench } from './sealing.bench.js';
 import { stepPersistenceBench } from './step-persistence.bench.js';
+import { subAgentsBench } from './sub-agents.bench.js';
 import { toolRoundtripBench } from './tool-roundtrip.bench.js';
 import { turnLatencyBench } from './turn-latency.bench.js';
 import { usageQueryBench } from './usage-query.bench.js';
@@ -36,6 +37,7 @@ const BENCHES: Bench[] = [
   usageQueryBench,
   auditConsumerBench,
   contextPolicyBench,
+  subAgentsBench,
   sealingBench,
 ];
 const RESULTS = fileURLToPath(new URL('./results/latest.md', import.meta.url));
