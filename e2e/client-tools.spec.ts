@@ -3,15 +3,18 @@
 // connected client. It answers a client call (the model gets the result), is refused a bad, a
 // second and a late answer, answers only after an approval, and lets a call time out while the
 // agent is SIGKILLed: the restarted agent enforces the deadline, and the model sees the timeout
-// once. Over gRPC too: the tool.call frame carries executor and deadline, SubmitToolResult answers.
+// once. The operator Overview counts a pending client call. Over gRPC too: the tool.call frame
+// carries executor and deadline, SubmitToolResult answers.
 import { status } from '@grpc/grpc-js';
 import type { FakeChatRequest, SseFrame } from '@keel/testkit';
-import { eventually, fakeReply, lastUserMessageIncludes, openSse } from '@keel/testkit';
+import type { ProcessHandle } from '@keel/testkit';
+import { eventually, fakeReply, freePort, lastUserMessageIncludes, openSse } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
 import { codeOf, conversationsClient } from './support/grpc-client.js';
 import { answerOf, openTurnStream } from './support/http.js';
+import { startAudit } from './support/platform.js';
 
 const PAGE_SCHEMA = {
   type: 'object',
@@ -23,6 +26,7 @@ describe('client tools (gateway, agent, tools as processes)', () => {
   let platform: GatewayPlatform;
   let keys: Record<'admin' | 'editor' | 'viewer', string>;
   let otherEditor: string;
+  let audit: ProcessHandle | undefined;
 
   const put = (path: string, body: unknown) => platform.request('PUT', path, keys.admin, body).then(answerOf);
   const clientTool = (extra: Record<string, unknown>) => ({
@@ -60,6 +64,12 @@ describe('client tools (gateway, agent, tools as processes)', () => {
       feed.close();
     }
   };
+  const clientCallsPending = async () =>
+    (
+      (await answerOf(await platform.request('GET', '/v1/operator/overview', platform.operatorKey))).body as {
+        clientCallsPending: number;
+      }
+    ).clientCallsPending;
   /** The model requests of one turn (its marker in the last user message) and their tool messages. */
   const modelRequests = (marker: string): FakeChatRequest[] =>
     platform.fake.requests.flatMap((r) =>
@@ -68,7 +78,12 @@ describe('client tools (gateway, agent, tools as processes)', () => {
   const toolMessages = (request: FakeChatRequest) => request.messages.filter((m) => m.role === 'tool');
 
   beforeAll(async () => {
-    platform = await startGatewayPlatform('client-tools');
+    // The audit service answers the operator Overview's usage figures (its clientCallsPending is checked).
+    const auditPort = await freePort();
+    platform = await startGatewayPlatform('client-tools', {
+      gatewayEnv: { AUDIT_GRPC_URL: `127.0.0.1:${auditPort}` },
+    });
+    audit = await startAudit(platform.env, auditPort);
     ({ keys } = await platform.tenantWithKeys('client-tools-a', ['admin', 'editor', 'viewer']));
     ({
       keys: { editor: otherEditor },
@@ -89,6 +104,7 @@ describe('client tools (gateway, agent, tools as processes)', () => {
   }, 180_000);
 
   afterAll(async () => {
+    await audit?.kill('SIGTERM');
     await platform?.stop();
   });
 
@@ -143,6 +159,9 @@ describe('client tools (gateway, agent, tools as processes)', () => {
       { toolCallId: call.toolCallId, tool: 'read_page', args: { id: 'home' }, deadline: call.deadline },
     ]);
 
+    // The operator console's Overview counts it (GET /v1/operator/overview).
+    expect(await clientCallsPending()).toBe(1);
+
     // Off the outputSchema, or malformed: 400 naming the field, nothing written.
     const offSchema = await answer(id, call.toolCallId, { ok: true, result: { title: 42 } });
     expect(offSchema.status).toBe(400);
@@ -182,6 +201,7 @@ describe('client tools (gateway, agent, tools as processes)', () => {
     const [, second] = modelRequests('[ct-answer]');
     expect(toolMessages(second!).map((m) => m.content)).toEqual([JSON.stringify({ title: 'Home' })]);
     expect((await conversation(id)).status).toBe('idle');
+    expect(await clientCallsPending()).toBe(0);
   });
 
   it('approval first: the call waits for a person, then the client answers by a deadline counted from the approval', async () => {
