@@ -137,6 +137,15 @@ describe('runs, end to end', () => {
       'D?\n\nEarlier outputs, newest first:\n\n[GAMMA, round 1]\ngamma 1\n\n[ALPHA, round 1]\nalpha 1',
     ]);
     expect(debate.output).toBe('## ALPHA\n\nalpha 2\n\n## BETA\n\nbeta 2\n\n## GAMMA\n\ngamma 2');
+    // Each member debates in one conversation of its agent: its round 2 is a turn after its round 1.
+    expect(debate.tasks[4]!.conversationId).toBe(debate.tasks[1]!.conversationId);
+    expect(new Set(debate.tasks.map((t) => t.conversationId)).size).toBe(3);
+    const betaRound2 = platform.fake.requests
+      .map((r) => r.body)
+      .filter((b): b is FakeChatRequest => b !== undefined && systemPromptIncludes('agent:beta;')(b))[1]!;
+    expect(betaRound2.messages.filter((m) => m.role === 'assistant').map((m) => messageText(m))).toEqual([
+      'beta 1',
+    ]);
 
     platform.fake.reset();
     for (const agentId of AGENTS)

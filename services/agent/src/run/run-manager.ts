@@ -1,5 +1,5 @@
 import type { Consumer, Delivery, EventBus, EventMetadata, EventStore, RecordedEvent } from '@keel/core';
-import { ConflictError, NotFoundError, streamName } from '@keel/core';
+import { ConflictError, NotFoundError, parseStreamName, streamName } from '@keel/core';
 import type { ActorRole, ConversationEvent } from '@keel/events';
 import { CONVERSATION_CATEGORY, RUN_CATEGORY, turnIdOf } from '@keel/events';
 import type { KeelLogger } from '@keel/runtime';
@@ -110,11 +110,19 @@ export class RunManager {
     // Most conversations are no run's task: their first event says so, without reading the rest.
     const task = await this.taskOfConversation(event.tenantId, event.streamName);
     if (!task) return;
-    const { runId, taskId } = task;
     const events = (await this.deps.store.read(event.tenantId, event.streamName, {
       toVersion: event.version,
     })) as unknown as Array<RecordedEvent & ConversationEvent>;
     const turnId = turnIdOf(event);
+    const { runId } = task;
+    // A conversation a debate member continues holds several tasks' turns: the turn's own task.
+    const state = await this.deps.runs.get(event.tenantId, runId);
+    const taskId =
+      state.tasks.find(
+        (t) =>
+          t.conversationId === parseStreamName(event.streamName).id &&
+          turnOfTask(events, t.taskId) === turnId,
+      )?.taskId ?? task.taskId;
     const outcome = taskOutcomeOf(
       { taskId },
       events.filter((e) => turnIdOf(e) === turnId),
@@ -145,8 +153,11 @@ export class RunManager {
         tenantId,
         streamName(CONVERSATION_CATEGORY, task.conversationId),
       );
-      modelCalls += turnUsageOf(events as unknown as ConversationEvent[]).modelCalls;
-      if (!events.some((e) => TURN_ENDS.has(e.type))) open += 1;
+      // The task's own turn (a debate member's conversation holds its earlier rounds' too).
+      const turnId = turnOfTask(events, task.taskId);
+      const ofTurn = turnId === undefined ? [] : events.filter((e) => turnIdOf(e) === turnId);
+      modelCalls += turnUsageOf(ofTurn as unknown as ConversationEvent[]).modelCalls;
+      if (!ofTurn.some((e) => TURN_ENDS.has(e.type))) open += 1;
     }
     return { modelCalls, open };
   }
@@ -184,24 +195,29 @@ export class RunManager {
       await this.deps.runs.apply(ctx.tenantId, runId, { ...action, at: this.clock() }, metadata);
       return;
     }
-    const { type: _type, delegates, ...task } = action;
-    const conversation = await this.deps.conversations.create(
-      ctx,
-      {
-        agentId: task.agentId,
-        title: `${task.role} — ${runId}`,
-        metadata: { [RUN_ID_KEY]: runId, [TASK_ID_KEY]: task.taskId },
-        ...(delegates ? { delegates } : {}),
-      },
-      acceptedRequestOf('CreateConversation', `run:${task.taskId}`, { agentId: task.agentId }),
-    );
+    const { type: _type, delegates, conversationId: continued, ...task } = action;
+    // A debate member's later round continues its conversation; every other task begins one.
+    const conversationId =
+      continued ??
+      (
+        await this.deps.conversations.create(
+          ctx,
+          {
+            agentId: task.agentId,
+            title: `${task.role} — ${runId}`,
+            metadata: { [RUN_ID_KEY]: runId, [TASK_ID_KEY]: task.taskId },
+            ...(delegates ? { delegates } : {}),
+          },
+          acceptedRequestOf('CreateConversation', `run:${task.taskId}`, { agentId: task.agentId }),
+        )
+      ).id;
     await this.deps.runs.apply(
       ctx.tenantId,
       runId,
-      { type: 'StartTask', ...task, conversationId: conversation.id, at: this.clock() },
+      { type: 'StartTask', ...task, conversationId, at: this.clock() },
       metadata,
     );
-    await this.submit(ctx, task.taskId, conversation.id, task.input);
+    await this.submit(ctx, task.taskId, conversationId, task.input);
   }
 
   /** Submits a task's input as its conversation's turn, keyed by the task: a repeat is the same turn. */
@@ -245,6 +261,15 @@ export class RunManager {
     };
   }
 }
+
+/** The turn a task's submit started in its conversation (its message keyed by the task), if submitted yet. */
+const turnOfTask = (events: readonly RecordedEvent[], taskId: string): string | undefined => {
+  const key = acceptedRequestOf('SubmitMessage', `run:${taskId}`, {})?.key;
+  const message = events.find(
+    (e) => e.type === 'UserMessageAdded' && (e.data as { request?: { key?: string } }).request?.key === key,
+  );
+  return message ? turnIdOf(message) : undefined;
+};
 
 const causedBy = (event: RecordedEvent): EventMetadata => ({
   causationId: event.eventId,

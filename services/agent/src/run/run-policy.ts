@@ -22,9 +22,22 @@ export type RunAction =
       input: string;
       /** The hierarchical manager's task: the members, offered to its conversation as sub-agents. */
       delegates?: string[];
+      /** A debate member's later round: a turn of the conversation its first round began. */
+      conversationId?: string;
     }
   | { type: 'CompleteRun'; output: string }
   | { type: 'FailRun'; error: RunFailure };
+
+/**
+ * The conversation a debate member's later round continues: its first round's (plan index
+ * `index mod members`), so the member answers with its own earlier answers in its history.
+ */
+const continuedConversation = (state: RunState, slot: PlanSlot): { conversationId?: string } => {
+  const team = state.team;
+  if (team?.topology !== 'debate' || slot.round === 1) return {};
+  const first = state.tasks.find((t) => t.index === slot.index % team.members.length);
+  return first ? { conversationId: first.conversationId } : {};
+};
 
 /** Model calls of tasks still running, as their conversations have recorded them so far. */
 export interface LiveUsage {
@@ -99,6 +112,7 @@ export const nextActions = (
     round: slot.round,
     input: taskInputOf(team, slot, state.input, seenBy(slot, plan, done)),
     ...(slot.delegates ? { delegates: team.members.map((m) => m.agentId) } : {}),
+    ...continuedConversation(state, slot),
   }));
 };
 

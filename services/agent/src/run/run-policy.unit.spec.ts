@@ -81,6 +81,19 @@ describe('run policy: topologies', () => {
     );
   });
 
+  it('debate: a member answers its later rounds in the conversation its first round began', () => {
+    const { events } = simulateRun(team({ topology: 'debate', rounds: 2 }), 'Q', named);
+    const afterRound1 = fold(runDecider, events.slice(0, 7));
+    const round2 = nextActions(afterRound1, '2026-11-24T03:00:00.000Z');
+    expect(round2.map((a) => (a.type === 'StartTask' ? `${a.agentId}:${a.conversationId}` : a.type))).toEqual(
+      ['researcher:conv-run1.0', 'writer:conv-run1.1', 'editor:conv-run1.2'],
+    );
+    const pipelined = simulateRun(team({}), 'Q', named).events.slice(0, 3);
+    expect(nextActions(fold(runDecider, pipelined), '2026-11-24T03:00:00.000Z')[0]).not.toHaveProperty(
+      'conversationId',
+    );
+  });
+
   it("hierarchical: one task, the manager's, told its members as its sub-agent tools", () => {
     const hierarchical = team({ topology: 'hierarchical', manager: 'lead' });
     const { seen, state } = simulateRun(hierarchical, 'Q', named);
