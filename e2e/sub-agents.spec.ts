@@ -4,12 +4,13 @@
 // cycle refused at PUT with its path; a depth-6 chain refused at run time as a tool error; a
 // child's approval in the parent's stream, decided through the child's route; cancel cascading
 // (API.md "Tool sources and policies", Sub-agents).
-import type { SseFrame } from '@keel/testkit';
-import { eventually, fakeReply, openSse, systemPromptIncludes } from '@keel/testkit';
+import type { ProcessHandle, SseFrame } from '@keel/testkit';
+import { eventually, fakeReply, freePort, openSse, systemPromptIncludes } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
 import { answerOf } from './support/http.js';
+import { startAudit } from './support/platform.js';
 
 interface ConversationBody {
   id: string;
@@ -22,6 +23,7 @@ interface ConversationBody {
 describe('sub-agents, end to end', () => {
   let platform: GatewayPlatform;
   let keys: Record<'admin' | 'editor' | 'viewer', string>;
+  let audit: ProcessHandle;
 
   const call = async (
     method: string,
@@ -80,12 +82,18 @@ describe('sub-agents, end to end', () => {
     ).length;
 
   beforeAll(async () => {
-    platform = await startGatewayPlatform('sub-agents');
+    // The audit service too: usage by user and by agent is read from its rollups.
+    const auditPort = await freePort();
+    platform = await startGatewayPlatform('sub-agents', {
+      gatewayEnv: { AUDIT_GRPC_URL: `127.0.0.1:${auditPort}` },
+    });
+    audit = await startAudit(platform.env, auditPort);
     ({ keys } = await platform.tenantWithKeys('sub-agents', ['admin', 'editor', 'viewer']));
     await platform.configureSupportAgent(keys.admin);
   }, 180_000);
 
   afterAll(async () => {
+    await audit?.kill('SIGTERM');
     await platform?.stop();
   });
 
