@@ -61,6 +61,7 @@ describe('conversation bodies and views', () => {
       pendingApprovals: [
         { approvalId: 'a1', toolCallId: 'tc1', tool: 'refund', args: { id: 'B-2' }, requestedAt: 't' },
       ],
+      pendingClientCalls: [],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
       contextTokens: 10,
       entities: [
