@@ -66,6 +66,8 @@ const keptTools = (put: PutMcpServer): McpToolDefinition[] => {
 
 const checkServer = (server: PutMcpServer['server']): void => {
   if (!MCP_SERVER_NAME.test(server.name)) fail('name', 'name must match ^[a-zA-Z][a-zA-Z0-9-]{0,31}$');
+  // Its tools would be agent__<tool>: the names of sub-agents.
+  if (server.name === 'agent') fail('name', '"agent" is reserved: agent__<id> names a sub-agent');
   const approvalProblem = approvalPolicyProblem(server.approval);
   if (approvalProblem) fail(approvalProblem.field, approvalProblem.message);
   if (!Array.isArray(server.roles) || server.roles.some((r) => !ROLES.includes(r))) {

@@ -79,6 +79,8 @@ describe('MCP servers in the tenant configuration', () => {
     const decide = (p: PutMcpServer) => () =>
       tenantConfigDecider.decide({ type: 'PutMcpServer', put: p, at }, state);
     expect(refusedField(decide(put({ name: 'has_underscore' })))).toBe('name');
+    // Its tools would be agent__<tool>, the names of sub-agents.
+    expect(refusedField(decide(put({ name: 'agent' })))).toBe('name');
     expect(refusedField(decide(put({ url: 'http://127.0.0.1:9/mcp' })))).toBe('url');
     expect(refusedField(decide(put({ url: 'ftp://x.example.com' })))).toBe('url');
     expect(refusedField(decide(put({ approval: 'sometimes' as 'never' })))).toBe('approval');

@@ -11,7 +11,7 @@ import type {
   TenantConfigEvent,
   ToolDefinition,
 } from '@keel/events';
-import { PROVIDERS } from '@keel/events';
+import { PROVIDERS, SUB_AGENT_TOOL_PREFIX } from '@keel/events';
 import { EgressPolicy } from '@keel/runtime/egress';
 import { approvalPolicyProblem } from '@keel/tooling';
 import { decideDeleteTeam, decidePutTeam } from '../team/team-rules.js';
@@ -155,6 +155,9 @@ const checkTool = (tool: ToolDefinition, egress: EgressPolicy): void => {
   if (PROTOTYPE_NAMES.has(tool.name)) fail('name', `"${tool.name}" is reserved`);
   if ((BUILTIN_TOOL_NAMES as readonly string[]).includes(tool.name)) {
     fail('name', `"${tool.name}" is a built-in tool's name and is reserved`);
+  }
+  if (tool.name.startsWith(SUB_AGENT_TOOL_PREFIX)) {
+    fail('name', `"${tool.name}" is reserved: ${SUB_AGENT_TOOL_PREFIX}<id> names a sub-agent`);
   }
   if (
     typeof tool.description !== 'string' ||

@@ -56,6 +56,7 @@ describe('tenant configuration', () => {
       );
     expect(refusedField(decide({ name: 'calculator' }))).toBe('name');
     expect(refusedField(decide({ name: '1bad' }))).toBe('name');
+    expect(refusedField(decide({ name: 'agent__researcher' }))).toBe('name');
     expect(refusedField(decide({ inputSchema: { type: 'string' } }))).toBe('inputSchema');
     expect(refusedField(decide({ url: 'ftp://x' }))).toBe('url');
     expect(refusedField(decide({ url: 'https://user:pw@x.example' }))).toBe('url');
