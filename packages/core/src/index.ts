@@ -126,8 +126,10 @@ export {
   InMemoryDataKeyStore,
   SEALED_FIELD,
   SealingEventBus,
+  clearPartAsWritten,
   dataKeyId,
   isClearField,
+  sealingDeadLetters,
   sealingStore,
   splitContent,
 } from './sealing/index.js';

@@ -29,6 +29,8 @@ const CLEAR_STRING_FIELDS = new Set([
   'status',
   'costReason',
   'rating',
+  // FeedbackGiven's replaced rating: usage moves the count by it, from the clear part after a delete.
+  'previous',
   'kind',
   'executor',
 ]);

@@ -19,6 +19,18 @@ import {
  */
 export const ERASED_EVENT_TYPE = 'ContentErased';
 
+/**
+ * An event as its clear part tells it: an erased one (ERASED_EVENT_TYPE) under the type it had,
+ * with its clear fields only (ids, times, usage figures, enum words); any other as it is. For the
+ * projections that must go on counting a deleted conversation's events (usage, the audit trail)
+ * and need none of its content.
+ */
+export const clearPartAsWritten = (event: RecordedEvent): RecordedEvent => {
+  if (event.type !== ERASED_EVENT_TYPE) return event;
+  const { erasedType, ...clear } = event.data as { erasedType?: unknown };
+  return typeof erasedType === 'string' ? { ...event, type: erasedType, data: clear } : event;
+};
+
 /** Which events are sealed, with what keys, and which event records an erasure. */
 export interface SealingOptions {
   keyring: DataKeyring;

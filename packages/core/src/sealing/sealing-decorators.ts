@@ -1,4 +1,4 @@
-import type { EventBus, EventHandler } from '../bus/event-bus.js';
+import type { DeadLetterStore, EventBus, EventHandler } from '../bus/event-bus.js';
 import type { EventStore, SnapshotStore } from '../event-store/event-store.js';
 import type { CommitNotices } from '../event-store/sequencing.js';
 import type { RecordedEvent } from '../typing/index.js';
@@ -76,7 +76,7 @@ const sealingSnapshots = (snapshots: SnapshotStore, sealer: EventSealer): Snapsh
  * The bus, what is published sealed (events of sealed streams not sealed yet are sealed on the way,
  * so the JetStream stream retains ciphertext only) and what consumers get opened, then passed
  * through `afterOpen` (the upcasters): a consumer sees the events as written, in their current
- * shape, or ERASED_EVENT_TYPE. Dead letters keep the delivered (sealed) event. `watch` passes the
+ * shape, or ERASED_EVENT_TYPE. Dead letters keep the event sealed (see sealingDeadLetters). `watch` passes the
  * published events as they are (a wake-up, not a source of events).
  */
 export class SealingEventBus implements EventBus {
@@ -87,7 +87,7 @@ export class SealingEventBus implements EventBus {
   ) {}
 
   get deadLetters(): EventBus['deadLetters'] {
-    return this.inner.deadLetters;
+    return sealingDeadLetters(this.inner.deadLetters, this.sealer);
   }
 
   get ephemeral(): EventBus['ephemeral'] {
@@ -133,3 +133,21 @@ export class SealingEventBus implements EventBus {
     return this.inner.close();
   }
 }
+
+/**
+ * The dead-letter store, each recorded event's content sealed as on the bus: a consumer that
+ * dead-letters the event it was handed (opened: the hooks' deliveries) stores ciphertext, so a
+ * deleted conversation's dead letters read as erased like its log. Records are returned as
+ * stored; a replay goes through the bus, whose consumers get it opened (ERASED_EVENT_TYPE once
+ * the key is destroyed). An event already sealed (the bus's own dead letters) stays as it is.
+ */
+export const sealingDeadLetters = (inner: DeadLetterStore, sealer: EventSealer): DeadLetterStore => ({
+  record: async (deadLetter) => {
+    const { event } = deadLetter;
+    const [sealed] = await sealer.seal(event.tenantId, event.streamName, [event]);
+    await inner.record({ ...deadLetter, event: sealed ?? event });
+  },
+  list: (options) => inner.list(options),
+  get: (id) => inner.get(id),
+  markReplayed: (id, at) => inner.markReplayed(id, at),
+});

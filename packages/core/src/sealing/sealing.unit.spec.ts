@@ -5,7 +5,7 @@ import { InMemoryEventBus } from '../bus/in-memory-bus.js';
 import { InMemoryEventStore } from '../event-store/in-memory-event-store.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { DataKeyring, InMemoryDataKeyStore } from './data-keys.js';
-import { ERASED_EVENT_TYPE, EventSealer } from './event-sealer.js';
+import { ERASED_EVENT_TYPE, EventSealer, clearPartAsWritten } from './event-sealer.js';
 import { describeSealingContract } from './sealing.contract.js';
 import { SealingEventBus } from './sealing-decorators.js';
 
@@ -64,5 +64,61 @@ describe('SealingEventBus', () => {
     expect(seen.slice(1).map((e) => e.type)).toEqual(['StreamErased', ERASED_EVENT_TYPE]);
     expect(await keys.get('acme', 'chat-9')).toHaveProperty('destroyedAt');
     await bus.close();
+  });
+});
+
+describe('sealed dead letters', () => {
+  it('stores a dead-lettered (opened) event sealed; its replay reaches the consumer opened, erased once the key is gone', async () => {
+    const keyring = new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32));
+    const sealer = new EventSealer({
+      keyring,
+      keyStream: ({ streamName }) => (streamName.startsWith('chat-') ? streamName : undefined),
+      erasureType: 'StreamErased',
+    });
+    const inner = new InMemoryEventBus();
+    const bus = new SealingEventBus(inner, sealer);
+    const seen: RecordedEvent[] = [];
+    await bus.consume({ name: 'hooks' }, async ({ event: e }) => {
+      seen.push(e);
+    });
+    const said = event(1, 'Said', { text: 'secret words', at: 'x' });
+    const letter = { consumer: 'hooks', tenantId: 'acme', error: 'boom', deliveryCount: 3, deadAt: 'x' };
+    await bus.deadLetters.record({ ...letter, id: 'd1', event: said });
+    await bus.deadLetters.record({ ...letter, id: 'd2', event: event(2, 'Said', { text: 'more words' }) });
+
+    expect(JSON.stringify(await inner.deadLetters.list())).not.toMatch(/secret words|more words/);
+    await bus.replayDeadLetter('d1');
+    await expect.poll(() => seen.length).toBe(1);
+    expect(seen[0]).toMatchObject({ type: 'Said', data: { text: 'secret words' } });
+
+    await keyring.destroy('acme', 'chat-9');
+    await bus.replayDeadLetter('d2');
+    await expect.poll(() => seen.length).toBe(2);
+    expect(seen[1]).toMatchObject({ type: ERASED_EVENT_TYPE, data: { erasedType: 'Said' } });
+    await bus.close();
+  });
+});
+
+describe('clearPartAsWritten', () => {
+  it('reads an erased event as its type with its clear fields (a feedback keeps rating and previous), others as they are', async () => {
+    const keyring = new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32));
+    const sealer = new EventSealer({
+      keyring,
+      keyStream: ({ streamName }) => streamName,
+      erasureType: 'StreamErased',
+    });
+    const feedback = { messageId: 'm1', rating: 'down', previous: 'up', comment: 'secret words', at: 'x' };
+    const [sealed] = await sealer.seal('acme', 'chat-9', [event(1, 'FeedbackGiven', feedback)]);
+    await keyring.destroy('acme', 'chat-9');
+    const erased = await sealer.open(sealed as RecordedEvent);
+
+    expect(erased.type).toBe(ERASED_EVENT_TYPE);
+    expect(clearPartAsWritten(erased)).toMatchObject({
+      type: 'FeedbackGiven',
+      data: { messageId: 'm1', rating: 'down', previous: 'up', at: 'x' },
+    });
+    expect(clearPartAsWritten(erased).data).not.toHaveProperty('comment');
+    const plain = event(2, 'Said', { text: 't' });
+    expect(clearPartAsWritten(plain)).toBe(plain);
   });
 });

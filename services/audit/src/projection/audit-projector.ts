@@ -1,9 +1,10 @@
 import type { EventStore, RecordedEvent } from '@keel/core';
-import { isEvent } from '@keel/core';
-import type { UsageRecorded } from '@keel/events';
+import { clearPartAsWritten, isEvent } from '@keel/core';
+import type { ConversationDeleted, UsageRecorded } from '@keel/events';
+import { CONVERSATION_DELETED } from '@keel/events';
 import type { AuditStorage, TurnInfo } from '../storage/audit-storage.js';
 import type { AuditEntry } from '../trail/audit-entry.js';
-import { auditEntryOf } from '../trail/audit-events.js';
+import { auditEntryOf, CONVERSATION_TEXT_DETAILS } from '../trail/audit-events.js';
 import type { DayBody, MonthBody, RollupDoc } from '../usage/rollup-documents.js';
 import { RollupSet } from '../usage/rollup-set.js';
 import type { UsageFact } from '../usage/usage-facts.js';
@@ -111,7 +112,9 @@ export class AuditProjector {
   }
 
   /** Applies one page; every write is idempotent, so a failure part way is retried whole. */
-  async applyPage(events: readonly RecordedEvent[], lastPosition: number): Promise<void> {
+  async applyPage(read: readonly RecordedEvent[], lastPosition: number): Promise<void> {
+    // A deleted conversation's events still count (usage, who did what): by their clear part.
+    const events = read.map(clearPartAsWritten);
     const { pageTurns, entries } = turnsAndEntriesOf(events);
     for (const [key, info] of pageTurns) this.rememberTurn(key, { ...this.turns.get(key), ...info });
     const facts = await this.usageFactsOf(events, lastPosition);
@@ -123,11 +126,24 @@ export class AuditProjector {
       this.storage.saveMonths(changed.months),
       this.storage.saveDays(changed.days),
     ]);
+    await this.dropDeletedText(events);
     // Once durable: a page that failed part way is retried whole and counts its facts then.
     for (const fact of counted) if (fact.totals[2] > 0) this.onCost?.(fact.tenantId, fact.totals[2] / 1e9);
     for (const doc of set.months.values()) this.cache(this.months, doc);
     for (const doc of set.days.values()) this.cache(this.days, doc);
     this.stats.usageEvents += facts.length;
+  }
+
+  /** A deleted conversation's entries (this page's too) keep who, when and what, not its text. */
+  private async dropDeletedText(events: readonly RecordedEvent[]): Promise<void> {
+    for (const event of events) {
+      if (!isEvent<ConversationDeleted>(event, CONVERSATION_DELETED)) continue;
+      await this.storage.dropConversationText(
+        event.tenantId,
+        event.data.conversationId,
+        CONVERSATION_TEXT_DETAILS,
+      );
+    }
   }
 
   /** The page's usage facts at their log positions, each with its turn's user and agent (loaded when not known). */

@@ -26,6 +26,11 @@ export interface AuditStorage {
   saveTurns(turns: ReadonlyMap<string, TurnInfo>): Promise<void>;
   /** Inserts the entries; one already there (same id) is left as it is. */
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
+  /**
+   * Removes the named free-text `details` (an approval's reason) from a conversation's entries:
+   * what a deleted conversation's entries keep is who, when and what. Idempotent.
+   */
+  dropConversationText(tenantId: string, conversationId: string, details: readonly string[]): Promise<void>;
   /** A tenant's entries, newest first. */
   pageAudit(query: AuditPageQuery): Promise<AuditEntry[]>;
 }

@@ -43,6 +43,17 @@ export class InMemoryAuditStorage implements AuditStorage {
     for (const entry of entries) if (!this.entries.has(entry.id)) this.entries.set(entry.id, copy(entry));
   }
 
+  async dropConversationText(
+    tenantId: string,
+    conversationId: string,
+    details: readonly string[],
+  ): Promise<void> {
+    for (const entry of this.entries.values()) {
+      if (entry.tenantId !== tenantId || entry.conversationId !== conversationId) continue;
+      for (const name of details) delete entry.details[name];
+    }
+  }
+
   async pageAudit(query: AuditPageQuery): Promise<AuditEntry[]> {
     return [...this.entries.values()]
       .filter(

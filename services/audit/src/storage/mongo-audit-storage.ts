@@ -105,6 +105,16 @@ export class MongoAuditStorage implements AuditStorage {
     }
   }
 
+  async dropConversationText(
+    tenantId: string,
+    conversationId: string,
+    details: readonly string[],
+  ): Promise<void> {
+    if (details.length === 0) return;
+    const unset = Object.fromEntries(details.map((name) => [`details.${name}`, '' as const]));
+    await this.trail.updateMany({ tenantId, conversationId }, { $unset: unset });
+  }
+
   async pageAudit(query: AuditPageQuery): Promise<AuditEntry[]> {
     const docs = await this.trail
       .find({

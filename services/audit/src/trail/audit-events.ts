@@ -124,6 +124,13 @@ const DESCRIBE: Record<string, (data: Data) => Described> = {
   }),
 };
 
+/**
+ * The `details` that copy a conversation's free text (an approval's reason): content, dropped
+ * from the conversation's entries when it is deleted (the entry itself stays). The erased events
+ * a later read finds (clearPartAsWritten) have no such field.
+ */
+export const CONVERSATION_TEXT_DETAILS: readonly string[] = ['reason'];
+
 /** The event types the audit trail records. */
 export const AUDITED_EVENT_TYPES: readonly string[] = Object.keys(DESCRIBE);
 

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Consumer, Delivery, EventBus, EventStore, RecordedEvent } from '@keel/core';
-import { parseStreamName, uuidv7 } from '@keel/core';
+import { ERASED_EVENT_TYPE, parseStreamName, uuidv7 } from '@keel/core';
 import type { HookDefinition, SealedSecret } from '@keel/events';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { KeelLogger, SecretBox } from '@keel/runtime';
@@ -267,6 +267,8 @@ export class HookDeliveries {
    * order. A failure is a new dead letter (the replayed one is marked replayed by the bus).
    */
   async #replay(event: RecordedEvent, replayOf: string): Promise<void> {
+    // Its conversation was deleted since (the dead letter is sealed with its key): nothing to send.
+    if (event.type === ERASED_EVENT_TYPE) return;
     const name = hookOfDeadLetter(event);
     const tenant = await this.#deps.tenantHooks(event.tenantId);
     const hook = name !== undefined && Object.hasOwn(tenant.hooks, name) ? tenant.hooks[name] : undefined;
