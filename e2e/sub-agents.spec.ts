@@ -86,6 +86,8 @@ describe('sub-agents, end to end', () => {
     const auditPort = await freePort();
     platform = await startGatewayPlatform('sub-agents', {
       gatewayEnv: { AUDIT_GRPC_URL: `127.0.0.1:${auditPort}` },
+      // A step the SIGKILLed agent had taken goes to the restarted one after 3 s, not 30.
+      agentEnv: { KEEL_AGENT_ACK_WAIT_MS: '3000' },
     });
     audit = await startAudit(platform.env, auditPort);
     ({ keys } = await platform.tenantWithKeys('sub-agents', ['admin', 'editor', 'viewer']));
@@ -235,6 +237,37 @@ describe('sub-agents, end to end', () => {
       frames.filter((f) => f.event === 'tool.result').map((f) => (f.data as { result?: unknown }).result),
     ).toEqual(['Clerk: order 7 refunded.']);
   });
+
+  it('survives a SIGKILL of the agent mid-chain: one child, one turn of it, its answer reaches the parent', async () => {
+    platform.fake.reset();
+    expect((await putAgent('worker')).status).toBe(200);
+    expect((await putAgent('chief', { agents: ['worker'] })).status).toBe(200);
+    platform.fake.on(
+      systemPromptIncludes('agent:chief;'),
+      fakeReply.toolCall('agent__worker', { task: 'Work.' }),
+      'Chief: done.',
+    );
+    const answer = 'Worker: worked hard.';
+    platform.fake.on(
+      systemPromptIncludes('agent:worker;'),
+      fakeReply.text(answer, { chunkSize: 2, chunkDelayMs: 300 }),
+      answer,
+    );
+    const root = await newConversation('chief');
+    const turn = await stream(root, 'Get it done.');
+    const called = await turn.until((f) => f.event === 'tool.call', 30_000);
+    const childId = (called.at(-1)!.data as { childConversationId: string }).childConversationId;
+    await eventually(() => expect(modelCallsOf('worker')).toBe(1));
+    turn.close();
+    await platform.restartAgent('SIGKILL');
+    const frames = await feed(root);
+    expect(frames.at(-1)!.event).toBe('turn.completed');
+    expect(frames.filter((f) => f.event === 'tool.call')).toHaveLength(1);
+    expect(frames.find((f) => f.event === 'tool.result')!.data).toMatchObject({ ok: true, result: answer });
+    const child = await conversation(childId);
+    expect(child.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['Work.']);
+    expect(child.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual([answer]);
+  }, 90_000);
 
   it("cancels the children with the parent's turn", async () => {
     platform.fake.reset();
