@@ -1,11 +1,17 @@
-import { ConflictError, KeelError } from '@keel/core';
+import { ConflictError, KeelError, NotFoundError } from '@keel/core';
 import type { IdempotencyStore } from '@keel/core';
 import { IDEMPOTENCY_PENDING_MS, IDEMPOTENCY_TTL_MS } from '@keel/core';
-import type { Infrastructure, KeelLogger } from '@keel/runtime';
+import type { ConversationErasure, Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
+import {
+  IDEMPOTENCY_PURPOSE,
+  conversationOfRecord,
+  isSealedRecord,
+  tenantOfScope,
+} from './idempotency-sealing.js';
 import {
   fingerprintOf,
   idempotencyKeyOf,
@@ -89,6 +95,8 @@ export type OnceOutcome<R, S> = { replayed: false; result: R } | { replayed: tru
 @Injectable()
 export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
   private readonly store: IdempotencyStore;
+  /** Absent in unit setups that give no infrastructure but the store: nothing is sealed then. */
+  private readonly erasure: ConversationErasure | undefined;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -96,6 +104,7 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {
     this.store = infra.idempotency;
+    this.erasure = infra.erasure;
   }
 
   /** Sweeps expired entries every hour (the store keeps them otherwise: FerretDB has no TTL index). */
@@ -138,7 +147,7 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
         kind: 'first',
         key,
         complete: (response) =>
-          this.logged('recording', this.store.complete(scoped, claim.claimId, response, IDEMPOTENCY_TTL_MS)),
+          this.logged('recording', this.record(scope, operation, scoped, claim.claimId, response)),
         release: () => this.logged('releasing', this.store.release(scoped, claim.claimId)),
       };
     }
@@ -150,7 +159,40 @@ export class IdempotencyService implements OnModuleInit, OnModuleDestroy {
     if (claim.outcome === 'pending') {
       throw conflict('Idempotency-Key: the first request with this key is still in progress; retry later');
     }
-    return { kind: 'replay', response: claim.response as T };
+    return { kind: 'replay', response: (await this.opened(scope, operation, claim.response)) as T };
+  }
+
+  /**
+   * Keeps a response, sealed with the conversation it is about (conversationOfRecord), so that
+   * deleting the conversation erases it too; the claim is freed instead when that conversation's
+   * key is already destroyed (deleted meanwhile: nothing to keep).
+   */
+  private async record(
+    scope: string,
+    operation: string,
+    scoped: string,
+    claimId: string,
+    response: unknown,
+  ): Promise<void> {
+    const tenantId = tenantOfScope(scope);
+    const conversationId = conversationOfRecord(operation, response);
+    if (!this.erasure?.sealing || tenantId === undefined || conversationId === undefined) {
+      return this.store.complete(scoped, claimId, response, IDEMPOTENCY_TTL_MS);
+    }
+    const sealed = await this.erasure.sealFor(tenantId, conversationId, IDEMPOTENCY_PURPOSE, response);
+    if (sealed === undefined) return this.store.release(scoped, claimId);
+    const kept = { keelSealedFor: conversationId, sealed };
+    return this.store.complete(scoped, claimId, kept, IDEMPOTENCY_TTL_MS);
+  }
+
+  /** A kept response opened; its conversation deleted since, the retry is answered 404 as every route then is. */
+  private async opened(scope: string, operation: string, stored: unknown): Promise<unknown> {
+    const tenantId = tenantOfScope(scope);
+    if (!isSealedRecord(stored) || tenantId === undefined || this.erasure === undefined) return stored;
+    const { keelSealedFor: conversationId, sealed } = stored;
+    const response = await this.erasure.openFor(tenantId, conversationId, IDEMPOTENCY_PURPOSE, sealed);
+    if (response === undefined) throw new NotFoundError(`conversation ${conversationId} not found`);
+    return response;
   }
 
   /**
