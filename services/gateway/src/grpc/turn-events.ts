@@ -36,6 +36,8 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
       // A client call (API.md "Client tools"): who runs it and, once it may run, by when.
       ...(typeof d.executor === 'string' ? { executor: d.executor } : {}),
       ...(typeof d.deadline === 'string' ? { deadline: d.deadline } : {}),
+      // A sub-agent call (API.md "Sub-agents"): the child conversation it runs.
+      ...(typeof d.childConversationId === 'string' ? { childConversationId: d.childConversationId } : {}),
     },
   }),
   'approval.required': (d) => ({
@@ -45,6 +47,8 @@ const PAYLOADS: Readonly<Record<string, (d: Data) => Partial<TurnEvent>>> = {
       toolCallId: str(d.toolCallId),
       name: str(d.name),
       argsJson: json(d.args),
+      // A child's approval in its parent's stream: the conversation to decide it in.
+      ...(typeof d.conversationId === 'string' ? { conversationId: d.conversationId } : {}),
     },
   }),
   'approval.decided': (d) => ({

@@ -29,6 +29,33 @@ describe('turnEventOf', () => {
       },
     });
     expect(JSON.parse(call?.approvalRequired?.argsJson ?? '')).toEqual({ id: 'o-1', amount: 3 });
+    expect(call?.approvalRequired?.conversationId).toBeUndefined();
+    // A sub-agent's call, and a child's approval shown in the parent's stream.
+    const delegated = turnEventOf({
+      id: '5',
+      event: 'tool.call',
+      data: {
+        turnId: 't1',
+        toolCallId: 'c2',
+        name: 'agent__r',
+        args: { task: 'x' },
+        childConversationId: 'k1',
+      },
+    });
+    expect(delegated?.toolCall?.childConversationId).toBe('k1');
+    const childApproval = turnEventOf({
+      id: '6',
+      event: 'approval.required',
+      data: {
+        turnId: 't1',
+        conversationId: 'k1',
+        approvalId: 'ap2',
+        toolCallId: 'c3',
+        name: 'refund',
+        args: {},
+      },
+    });
+    expect(childApproval?.approvalRequired?.conversationId).toBe('k1');
     expect(
       turnEventOf({
         id: '6',

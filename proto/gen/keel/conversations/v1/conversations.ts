@@ -662,7 +662,11 @@ export interface ToolCall {
    * A client call's deadline, RFC 3339 in UTC; absent while the call awaits its approval (the
    * approval.decided that approves it carries it then).
    */
-  deadline?: string | undefined;
+  deadline?:
+    | string
+    | undefined;
+  /** A sub-agent call's child conversation (API.md "Sub-agents"); absent for other tools. */
+  childConversationId?: string | undefined;
 }
 
 /** approval.required: a tool call waits for an approve/deny decision. */
@@ -677,6 +681,11 @@ export interface ApprovalRequired {
   name: string;
   /** Arguments as JSON text (an object). */
   argsJson: string;
+  /**
+   * A descendant conversation's approval shown in its parent's stream: the conversation that asks
+   * (decide it there); absent for the stream's own.
+   */
+  conversationId?: string | undefined;
 }
 
 /** approval.decided: an approval was decided. */
@@ -4937,6 +4946,9 @@ export const ToolCall: MessageFns<ToolCall> = {
     if (message.deadline !== undefined) {
       writer.uint32(50).string(message.deadline);
     }
+    if (message.childConversationId !== undefined) {
+      writer.uint32(162).string(message.childConversationId);
+    }
     return writer;
   },
 
@@ -5001,6 +5013,14 @@ export const ToolCall: MessageFns<ToolCall> = {
             message.deadline = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.childConversationId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5033,6 +5053,11 @@ export const ToolCall: MessageFns<ToolCall> = {
         : "",
       executor: isSet(object.executor) ? globalThis.String(object.executor) : undefined,
       deadline: isSet(object.deadline) ? globalThis.String(object.deadline) : undefined,
+      childConversationId: isSet(object.childConversationId)
+        ? globalThis.String(object.childConversationId)
+        : isSet(object.child_conversation_id)
+        ? globalThis.String(object.child_conversation_id)
+        : undefined,
     };
   },
 
@@ -5056,6 +5081,9 @@ export const ToolCall: MessageFns<ToolCall> = {
     if (message.deadline !== undefined) {
       obj.deadline = message.deadline;
     }
+    if (message.childConversationId !== undefined) {
+      obj.childConversationId = message.childConversationId;
+    }
     return obj;
   },
 
@@ -5070,6 +5098,7 @@ export const ToolCall: MessageFns<ToolCall> = {
     message.argsJson = object.argsJson ?? "";
     message.executor = object.executor ?? undefined;
     message.deadline = object.deadline ?? undefined;
+    message.childConversationId = object.childConversationId ?? undefined;
     return message;
   },
 };
@@ -5094,6 +5123,9 @@ export const ApprovalRequired: MessageFns<ApprovalRequired> = {
     }
     if (message.argsJson !== "") {
       writer.uint32(42).string(message.argsJson);
+    }
+    if (message.conversationId !== undefined) {
+      writer.uint32(162).string(message.conversationId);
     }
     return writer;
   },
@@ -5151,6 +5183,14 @@ export const ApprovalRequired: MessageFns<ApprovalRequired> = {
             message.argsJson = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.conversationId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5186,6 +5226,11 @@ export const ApprovalRequired: MessageFns<ApprovalRequired> = {
         : isSet(object.args_json)
         ? globalThis.String(object.args_json)
         : "",
+      conversationId: isSet(object.conversationId)
+        ? globalThis.String(object.conversationId)
+        : isSet(object.conversation_id)
+        ? globalThis.String(object.conversation_id)
+        : undefined,
     };
   },
 
@@ -5206,6 +5251,9 @@ export const ApprovalRequired: MessageFns<ApprovalRequired> = {
     if (message.argsJson !== "") {
       obj.argsJson = message.argsJson;
     }
+    if (message.conversationId !== undefined) {
+      obj.conversationId = message.conversationId;
+    }
     return obj;
   },
 
@@ -5219,6 +5267,7 @@ export const ApprovalRequired: MessageFns<ApprovalRequired> = {
     message.toolCallId = object.toolCallId ?? "";
     message.name = object.name ?? "";
     message.argsJson = object.argsJson ?? "";
+    message.conversationId = object.conversationId ?? undefined;
     return message;
   },
 };
