@@ -213,6 +213,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: 'how often an open events feed polls the log when nothing woke it',
   },
   {
+    name: 'KEEL_SSE_WATCHED_POLL_MS',
+    kind: ms(1, 600_000),
+    readers: ['gateway'],
+    default: '5000',
+    doc: "the same when the bus shows each commit (NATS): the safety net for a lost notice, a lost notice's longest delay",
+  },
+  {
     name: 'KEEL_SSE_MAX_BUFFERED_BYTES',
     kind: { type: 'integer', min: 1, max: 1024 ** 3, unit: 'a number of bytes' },
     readers: ['gateway'],

@@ -15,11 +15,13 @@ export const FEED_SETTINGS = Symbol.for('keel.gateway.feed-settings');
 
 /**
  * The feed's tunables, read through the env schema (checked and defaulted there):
- * `KEEL_SSE_HEARTBEAT_MS` (15 s), `KEEL_SSE_POLL_MS` (250 ms), `KEEL_SSE_MAX_BUFFERED_BYTES` (1 MiB).
+ * `KEEL_SSE_HEARTBEAT_MS` (15 s), `KEEL_SSE_POLL_MS` (250 ms), `KEEL_SSE_WATCHED_POLL_MS` (5 s, with
+ * the bus's watch), `KEEL_SSE_MAX_BUFFERED_BYTES` (1 MiB).
  */
 export const feedSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env): FeedSettings => ({
   heartbeatMs: Number(readEnv('KEEL_SSE_HEARTBEAT_MS', env)),
   pollMs: Number(readEnv('KEEL_SSE_POLL_MS', env)),
+  watchedPollMs: Number(readEnv('KEEL_SSE_WATCHED_POLL_MS', env)),
   maxBufferedBytes: Number(readEnv('KEEL_SSE_MAX_BUFFERED_BYTES', env)),
 });
 
@@ -69,6 +71,7 @@ export class EventsFeedService implements BeforeApplicationShutdown {
       store: this.infra.store,
       ephemeral: bus.ephemeral,
       pollMs: this.settings.pollMs,
+      ...(this.settings.watchedPollMs ? { watchedPollMs: this.settings.watchedPollMs } : {}),
       ...(bus.watch ? { watch: bus.watch.bind(bus) } : {}),
     };
   }

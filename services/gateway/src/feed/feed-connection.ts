@@ -10,6 +10,8 @@ export interface FeedSettings {
   heartbeatMs: number;
   /** Longest wait between two reads of the log when nothing woke the feed earlier. */
   pollMs: number;
+  /** The same when the bus shows every commit (its watch): the safety net for a lost notice. */
+  watchedPollMs?: number;
   /** Deltas are dropped for a client whose socket buffer holds more than this (never durable events). */
   maxBufferedBytes: number;
 }

@@ -8,6 +8,12 @@ export interface FeedSources {
   ephemeral: EphemeralChannel;
   /** Longest wait between two reads of the log when nothing woke the reader earlier. */
   pollMs: number;
+  /**
+   * The same with `watch` (every commit wakes the reader): only a lost notice waits for it, so it
+   * can be long; each read is a store query, and hundreds of open feeds polling every `pollMs`
+   * keep the store busy for nothing. Absent: `pollMs`.
+   */
+  watchedPollMs?: number;
   /** Deltas waiting for a consumer that does not pull beyond this many: the oldest are dropped. */
   maxQueuedDeltas?: number;
   /**
@@ -46,7 +52,8 @@ export const DEFAULT_MAX_QUEUED_DELTAS = 1_000;
  * when the bus shows an event of the stream after the last version yielded (`watch`: published
  * right after its commit, by whichever process made it), when a delta or context message arrives
  * that follows a version not yielded yet, when this process appends (the dev mode's in-process
- * agent), and otherwise every `pollMs` (the safety net for a notice lost: it only wakes a read).
+ * agent), and otherwise every `pollMs` (the safety net for a notice lost: it only wakes a read;
+ * `watchedPollMs` with a watch).
  *
  * The delta subscription is opened before the first read, and a delta never precedes the durable
  * events it follows: a delta that names the log version it follows (`version`, set by the agent)
@@ -61,7 +68,8 @@ export async function* readFeed(
   target: FeedTarget,
   signal: AbortSignal,
 ): AsyncGenerator<FeedFrame, void, undefined> {
-  const { store, pollMs } = sources;
+  const { store } = sources;
+  const pollMs = sources.watch ? (sources.watchedPollMs ?? sources.pollMs) : sources.pollMs;
   const { tenantId, streamName } = target;
   if (signal.aborted) return;
   const cursor: FeedCursor = { lastVersion: target.after, lastSeq: 0 };

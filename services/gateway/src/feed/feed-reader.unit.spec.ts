@@ -178,6 +178,25 @@ describe('readFeed', () => {
     await frames.return(undefined);
     await bus.close();
   });
+
+  it('with the bus watch, polls the log every watchedPollMs instead of pollMs (a notice wakes it)', async () => {
+    const store = new OtherProcessStore();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    const sources = { store, ephemeral: new InMemoryEphemeralChannel(), pollMs: 10, watchedPollMs: 60_000 };
+    const frames = readFeed({ ...sources, watch: bus.watch.bind(bus) }, target, stop.signal);
+    const first = frames.next();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The first pass only: no poll every 10 ms while nothing is published.
+    expect(store.reads).toBe(1);
+    const [turnStarted] = (await store.append(tenantId, target.streamName, [started])).events;
+    await bus.publish([turnStarted!]);
+    expect(((await first).value as FeedFrame).event).toBe('turn.started');
+    expect(store.reads).toBe(2);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+  });
 });
 
 describe('noticeCallsForRead', () => {

@@ -6,6 +6,7 @@ describe('the SSE feed settings', () => {
     expect(feedSettingsFromEnv({})).toEqual({
       heartbeatMs: 15_000,
       pollMs: 250,
+      watchedPollMs: 5_000,
       maxBufferedBytes: 1_048_576,
     });
     expect(feedSettingsFromEnv({ KEEL_SSE_HEARTBEAT_MS: '5000', KEEL_SSE_POLL_MS: '50' })).toMatchObject({
