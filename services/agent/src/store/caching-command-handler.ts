@@ -1,4 +1,5 @@
 import type {
+  AppendResult,
   CommandHandlerOptions,
   Decider,
   EventData,
@@ -7,7 +8,7 @@ import type {
   HandleOptions,
   LoadedState,
 } from '@keel/core';
-import { CommandHandler, foldRecorded } from '@keel/core';
+import { CommandHandler, ConcurrencyError, foldRecorded } from '@keel/core';
 
 /** A stream's state as this process last saw it, and the version its snapshot was at. */
 interface CachedState<State> {
@@ -33,6 +34,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
 > {
   private readonly cache = new Map<string, CachedState<State>>();
   private readonly every: number | undefined;
+  private readonly snapshotOptions: CommandHandlerOptions['snapshot'];
 
   constructor(
     private readonly log: EventStore,
@@ -42,6 +44,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
   ) {
     super(log, rules, options);
     this.every = options.snapshot?.every;
+    this.snapshotOptions = options.snapshot;
   }
 
   override async load(tenantId: string, streamName: string): Promise<LoadedState<State>> {
@@ -71,11 +74,88 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     };
   }
 
+  /**
+   * Handles a command. When this process remembers the stream, it decides on the remembered
+   * state and appends at once, with no read: the append's expected version is the check (a
+   * stream that moved meanwhile refuses it, and the command is handled again on a fresh load).
+   * A command that decides nothing or is refused on the remembered state is not trusted to be
+   * stale-free: it too is handled again on a fresh load.
+   */
   override async handle(
     tenantId: string,
     streamName: string,
     command: Command,
     options: HandleOptions = {},
+  ): Promise<HandledCommand<State>> {
+    const cached = this.cache.get(cacheKey(tenantId, streamName));
+    const fast = cached && (await this.appendOnRemembered(tenantId, streamName, cached, command, options));
+    if (fast) return fast;
+    return this.handleLoaded(tenantId, streamName, command, options);
+  }
+
+  /** The command decided on the remembered state and appended at its version; undefined when that cannot answer. */
+  private async appendOnRemembered(
+    tenantId: string,
+    streamName: string,
+    cached: CachedState<State>,
+    command: Command,
+    options: HandleOptions,
+  ): Promise<HandledCommand<State> | undefined> {
+    const before = structuredClone(cached.state);
+    let decided: Event[];
+    try {
+      decided = this.rules.decide(command, before);
+    } catch {
+      return undefined;
+    }
+    if (decided.length === 0) return undefined;
+    const withMetadata = decided.map((e) => ({ ...e, metadata: { ...options.metadata, ...e.metadata } }));
+    let append: AppendResult;
+    try {
+      append = await this.log.append(tenantId, streamName, withMetadata, {
+        expectedVersion: cached.version,
+        ...(options.commitId ? { commitId: options.commitId } : {}),
+      });
+    } catch (error) {
+      if (error instanceof ConcurrencyError) return undefined;
+      throw error;
+    }
+    // A commit written before (a retried command): the plain path answers it as it always has.
+    if (append.idempotentReplay) return undefined;
+    const state = foldRecorded(this.rules, append.events, before);
+    const version = append.nextExpectedVersion;
+    const snapshotVersion = await this.snapshotIfDue(tenantId, streamName, state, version, cached);
+    this.remember(cacheKey(tenantId, streamName), {
+      state: structuredClone(state),
+      version,
+      snapshotVersion,
+    });
+    return { state, version, events: append.events, append };
+  }
+
+  /** Saves a snapshot when `every` events have passed since the last one; the snapshot's version. */
+  private async snapshotIfDue(
+    tenantId: string,
+    streamName: string,
+    state: State,
+    version: number,
+    cached: CachedState<State>,
+  ): Promise<number> {
+    const snapshot = this.snapshotOptions;
+    if (!snapshot || version - cached.snapshotVersion < snapshot.every) return cached.snapshotVersion;
+    // A snapshot is a cache: failing to write one must not fail the command.
+    await this.log.snapshots
+      .save(tenantId, streamName, { name: snapshot.name, version, state })
+      .catch(() => undefined);
+    return version;
+  }
+
+  /** The plain path (load, decide, append, retry lost races), remembering the state it ends at. */
+  private async handleLoaded(
+    tenantId: string,
+    streamName: string,
+    command: Command,
+    options: HandleOptions,
   ): Promise<HandledCommand<State>> {
     const handled = await super.handle(tenantId, streamName, command, options);
     const key = cacheKey(tenantId, streamName);

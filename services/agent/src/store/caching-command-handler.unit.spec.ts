@@ -78,4 +78,40 @@ describe('CachingCommandHandler', () => {
     expect((await cached.load('acme', 'tally-a')).state.total).toBe(1);
     expect(reads).toEqual([{ from: 1, events: 1 }]);
   });
+  it('appends a command on the state it remembers without reading the log; a stream that moved refuses it and it is decided again on a fresh load', async () => {
+    const { store, reads } = countingStore();
+    const mine = new CachingCommandHandler(store, tally);
+    await mine.handle('acme', 'tally-1', { add: 1 });
+    reads.length = 0;
+    expect((await mine.handle('acme', 'tally-1', { add: 2 })).version).toBe(2);
+    expect(reads).toEqual([]);
+    await new CommandHandler(store, tally).handle('acme', 'tally-1', { add: 10 });
+    reads.length = 0;
+    const handled = await mine.handle('acme', 'tally-1', { add: 100 });
+    expect(reads).toEqual([{ from: 3, events: 1 }]);
+    expect(handled).toMatchObject({ version: 4, state: { total: 113, items: [1, 2, 10, 100] } });
+  });
+
+  it('does not trust a no-op or a refusal decided on the state it remembers: it reads the log and decides again', async () => {
+    type Opened = EventData<'Opened', Record<string, never>>;
+    type Step = EventData<'Step', Record<string, never>>;
+    const door: Decider<{ open: boolean; steps: number }, 'open' | 'step' | 'stepIfOpen', Opened | Step> = {
+      initialState: () => ({ open: false, steps: 0 }),
+      decide: (command, state) => {
+        if (command === 'open') return state.open ? [] : [{ type: 'Opened', data: {} }];
+        if (!state.open && command === 'step') throw new Error('closed');
+        return state.open ? [{ type: 'Step', data: {} }] : [];
+      },
+      evolve: (state, event) =>
+        event.type === 'Opened' ? { ...state, open: true } : { ...state, steps: state.steps + 1 },
+    };
+    const { store } = countingStore();
+    const mine = new CachingCommandHandler(store, door);
+    await mine.handle('acme', 'door-1', 'stepIfOpen');
+    await mine.load('acme', 'door-1');
+    await new CommandHandler(store, door).handle('acme', 'door-1', 'open');
+    expect((await mine.handle('acme', 'door-1', 'step')).version).toBe(2);
+    await new CommandHandler(store, door).handle('acme', 'door-1', 'step');
+    expect((await mine.handle('acme', 'door-1', 'stepIfOpen')).state).toEqual({ open: true, steps: 3 });
+  });
 });
