@@ -1,7 +1,7 @@
 // DELETE /v1/conversations/{id} end to end (API.md "Conversation management"), with the gateway,
 // agent, tools and audit as processes on NATS and FerretDB and the fake OpenAI server as the model:
 // a conversation whose marker string is in its title, a user message, a tool argument and the tool's
-// result is deleted (204); then every route answers 404 (HTTP and gRPC), the marker is found in no
+// result, a denied approval's reason and a feedback comment sent with an Idempotency-Key is deleted (204); then every route answers 404 (HTTP and gRPC), the marker is found in no
 // document of any collection of the database (log, snapshots, projections, ledger, indexes
 // included) nor in any message the JetStream stream retains, usage totals are unchanged and the
 // audit trail shows who deleted it. Another tenant's DELETE is 404 and changes nothing; a second
@@ -115,6 +115,11 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
       fakeReply.toolCalls([{ name: 'lookup', arguments: { id: MARKER } }]),
       fakeReply.text(`Order ${MARKER} is shipped.`),
     );
+    platform.fake.on(
+      lastUserMessageIncludes('[refund]'),
+      fakeReply.toolCalls([{ name: 'refund', arguments: { id: 'order-1' } }]),
+      fakeReply.text('Not refunded then.'),
+    );
     const created = await call('POST', '/v1/conversations', acme.keys.editor, {
       agentId: 'helper',
       title: `About ${MARKER}`,
@@ -134,7 +139,30 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
     expect(platform.webhook.hits.some((hit) => hit.body.args.id === MARKER)).toBe(true);
     const result = frames.find((f) => f.event === 'tool.result');
     expect(JSON.stringify(result?.data)).toContain(MARKER);
-    // Usage as the turn's usage frames add up: every model call counted before the DELETE.
+    // Free text copied beside the log: a denied approval's reason (the audit trail) and a feedback
+    // comment answered under an Idempotency-Key (the response kept for retries, sealed).
+    const approvalTurn = await openTurnStream(platform.base, acme.keys.editor, id, {
+      content: '[refund] it',
+    });
+    const approval = (await approvalTurn.until((f) => f.event === 'approval.required', 30_000)).at(-1)!;
+    const { approvalId } = approval.data as { approvalId: string };
+    const decided = await call('POST', `/v1/conversations/${id}/approvals/${approvalId}`, acme.keys.editor, {
+      decision: 'deny',
+      reason: `not ${MARKER}`,
+    });
+    expect(decided.status).toBe(200);
+    frames.push(...(await approvalTurn.until((f) => f.event === 'turn.completed', 30_000)));
+    approvalTurn.close();
+    const { messageId } = frames.find((f) => f.event === 'message.completed')!.data as { messageId: string };
+    const feedback = await platform.request(
+      'POST',
+      `/v1/conversations/${id}/messages/${messageId}/feedback`,
+      acme.keys.editor,
+      { rating: 'up', comment: `great ${MARKER}` },
+      { 'Idempotency-Key': 'feedback-1' },
+    );
+    expect(feedback.status).toBe(200);
+    // Usage as the turns' usage frames add up: every model call counted before the DELETE.
     const prompted = frames
       .filter((f) => f.event === 'usage')
       .reduce((sum, f) => sum + (f.data as { promptTokens: number }).promptTokens, 0);
@@ -145,13 +173,19 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
       };
     const before = await eventually(async () => {
       const body = await usage();
-      expect(body.totals).toMatchObject({ turns: 1, promptTokens: prompted });
+      expect(body.totals).toMatchObject({ turns: 2, promptTokens: prompted });
+      expect(body).toMatchObject({ rows: [{ key: 'helper', feedbackUp: 1 }] });
       return body;
     });
 
-    // Before: the log and the bus hold the content sealed; the conversation index holds its title.
-    const seen = (await databaseDump(platform.env.MONGODB_URL!)).filter((d) => d.text.includes(MARKER));
-    expect(new Set(seen.map((d) => d.collection))).toEqual(new Set(['conversation_index']));
+    // Before: the log, the bus and kept responses hold the content sealed; the conversation index
+    // holds its title, the audit trail the approval's reason (both dropped at the DELETE).
+    const seen = await eventually(async () => {
+      const found = (await databaseDump(platform.env.MONGODB_URL!)).filter((d) => d.text.includes(MARKER));
+      expect(new Set(found.map((d) => d.collection))).toEqual(new Set(['conversation_index', 'audit_trail']));
+      return found;
+    });
+    expect(seen.length).toBeGreaterThan(0);
 
     // Another tenant's DELETE: 404, and nothing changed.
     expect((await call('DELETE', `/v1/conversations/${id}`, globex.keys.editor)).status).toBe(404);
@@ -160,6 +194,15 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
 
     const deleted = await call('DELETE', `/v1/conversations/${id}`, acme.keys.editor);
     expect(deleted.status).toBe(204);
+    // A retry of the kept feedback response: its conversation is gone, so is the response.
+    const retried = await platform.request(
+      'POST',
+      `/v1/conversations/${id}/messages/${messageId}/feedback`,
+      acme.keys.editor,
+      { rating: 'up', comment: `great ${MARKER}` },
+      { 'Idempotency-Key': 'feedback-1' },
+    );
+    expect(retried.status).toBe(404);
 
     const routes: Array<[string, string, unknown?]> = [
       ['GET', `/v1/conversations/${id}`],
@@ -204,6 +247,13 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
     expect(retained.filter((text) => text.includes(MARKER))).toEqual([]);
 
     expect(await usage()).toEqual(before);
+    const denial = await call('GET', '/v1/audit?type=ApprovalDecided', acme.keys.admin);
+    expect((denial.body as { data: unknown[] }).data).toContainEqual(
+      expect.objectContaining({
+        target: `approval:${approvalId}`,
+        details: expect.objectContaining({ decision: 'deny' }),
+      }),
+    );
     const trail = await eventually(async () => {
       const answer = await call('GET', '/v1/audit?type=ConversationDeleted', acme.keys.admin);
       const entries = (answer.body as { data: Array<Record<string, unknown>> }).data;
