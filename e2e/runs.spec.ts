@@ -214,6 +214,8 @@ describe('runs, end to end', () => {
         .sort(),
     ).toEqual(['"beta counted"', '"gamma counted"']);
     expect(led.output).toBe('owls: 3');
+    // The members' model calls are the run's too (maxSteps counts all of them): lead 2, beta 1, gamma 1.
+    expect(led.usage.modelCalls).toBe(4);
   });
 
   it('parallel with vote: the answer most members gave; a tie goes to the lowest position', async () => {

@@ -1,7 +1,7 @@
 import type { Consumer, Delivery, EventBus, EventMetadata, EventStore, RecordedEvent } from '@keel/core';
 import { ConflictError, NotFoundError, parseStreamName, streamName } from '@keel/core';
-import type { ActorRole, ConversationEvent } from '@keel/events';
-import { CONVERSATION_CATEGORY, RUN_CATEGORY, turnIdOf } from '@keel/events';
+import type { ActorRole, ConversationEvent, TaskUsage } from '@keel/events';
+import { CONVERSATION_CATEGORY, MAX_AGENT_DEPTH, RUN_CATEGORY, turnIdOf } from '@keel/events';
 import type { KeelLogger } from '@keel/runtime';
 import type { CallContext } from '../call-context.js';
 import type { ConversationService } from '../conversation/conversation.service.js';
@@ -15,7 +15,7 @@ import { nextActions, taskOutcomeOf, turnUsageOf } from './run-policy.js';
 import type { RunService } from './run.service.js';
 import { runStream } from './run.service.js';
 import type { RunState, RunTaskState } from './run.state.js';
-import { hasEnded } from './run.state.js';
+import { NO_USAGE, addUsage, hasEnded } from './run.state.js';
 
 /** Metadata keys a task's conversation carries: which run and task its turn is. */
 export const RUN_ID_KEY = 'keel_run_id';
@@ -101,8 +101,8 @@ export class RunManager {
   /** A task's turn ended: its outcome goes to the run (once; the decider drops a repeat). */
   private async onConversationEvent({ event }: Delivery): Promise<void> {
     if (event.type === 'UsageRecorded') {
-      // A task's model call counts against the run's maxSteps while its turn still runs.
-      const task = await this.taskOfConversation(event.tenantId, event.streamName);
+      // A task's model call (or a sub-agent's under it) counts against maxSteps while its turn runs.
+      const task = await this.taskOfConversation(event.tenantId, event.streamName, MAX_AGENT_DEPTH);
       if (task) await this.advance(event.tenantId, task.runId);
       return;
     }
@@ -123,25 +123,45 @@ export class RunManager {
           t.conversationId === parseStreamName(event.streamName).id &&
           turnOfTask(events, t.taskId) === turnId,
       )?.taskId ?? task.taskId;
-    const outcome = taskOutcomeOf(
-      { taskId },
-      events.filter((e) => turnIdOf(e) === turnId),
-      this.clock(),
-    );
-    if (!outcome) return;
-    await this.deps.runs.apply(event.tenantId, runId, outcome, causedBy(event));
+    const turn = events.filter((e) => turnIdOf(e) === turnId);
+    const outcome = taskOutcomeOf({ taskId }, turn, this.clock());
+    if (!outcome || !('usage' in outcome)) return;
+    // The model calls of the sub-agents its turn ran (a hierarchical manager's members) are the task's too.
+    const usage = addUsage(outcome.usage, await this.delegatedUsage(event.tenantId, turn));
+    await this.deps.runs.apply(event.tenantId, runId, { ...outcome, usage }, causedBy(event));
   }
 
-  /** The run and task a conversation is (its creation's metadata), if it is a task. */
+  /** The usage of the sub-agent conversations a turn's calls ran, and of theirs down the chain. */
+  private async delegatedUsage(tenantId: string, turn: readonly RecordedEvent[]): Promise<TaskUsage> {
+    let usage = NO_USAGE;
+    for (const event of turn) {
+      const child = (event.data as { childConversationId?: unknown }).childConversationId;
+      if (event.type !== 'ToolCallRequested' || typeof child !== 'string') continue;
+      const events = await this.deps.store.read(tenantId, streamName(CONVERSATION_CATEGORY, child));
+      const own = turnUsageOf(events as unknown as ConversationEvent[]);
+      usage = addUsage(usage, addUsage(own, await this.delegatedUsage(tenantId, events)));
+    }
+    return usage;
+  }
+
+  /**
+   * The run and task a conversation is (its creation's metadata), if it is a task; with `above`
+   * levels, also the task a sub-agent conversation runs under (up its parent links).
+   */
   private async taskOfConversation(
     tenantId: string,
     stream: string,
+    above = 0,
   ): Promise<{ runId: string; taskId: string } | undefined> {
     const [created] = await this.deps.store.read(tenantId, stream, { toVersion: 1 });
-    const metadata = (created?.data as { metadata?: Record<string, string> } | undefined)?.metadata;
-    const runId = metadata?.[RUN_ID_KEY];
-    const taskId = metadata?.[TASK_ID_KEY];
-    return runId && taskId ? { runId, taskId } : undefined;
+    const data = created?.data as
+      { metadata?: Record<string, string>; parent?: { conversationId: string } } | undefined;
+    const runId = data?.metadata?.[RUN_ID_KEY];
+    const taskId = data?.metadata?.[TASK_ID_KEY];
+    if (runId && taskId) return { runId, taskId };
+    if (!data?.parent || above <= 0) return undefined;
+    const parent = streamName(CONVERSATION_CATEGORY, data.parent.conversationId);
+    return this.taskOfConversation(tenantId, parent, above - 1);
   }
 
   /** Model calls the run's running tasks have made so far (their turns' usage events), and how many turns are still open. */
@@ -157,6 +177,7 @@ export class RunManager {
       const turnId = turnOfTask(events, task.taskId);
       const ofTurn = turnId === undefined ? [] : events.filter((e) => turnIdOf(e) === turnId);
       modelCalls += turnUsageOf(ofTurn as unknown as ConversationEvent[]).modelCalls;
+      modelCalls += (await this.delegatedUsage(tenantId, ofTurn)).modelCalls;
       if (!ofTurn.some((e) => TURN_ENDS.has(e.type))) open += 1;
     }
     return { modelCalls, open };
