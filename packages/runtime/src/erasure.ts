@@ -1,7 +1,7 @@
 import type { EventStoreAdapter } from '@keel/core';
 import { DataKeyring, EventSealer, InMemoryDataKeyStore, sealingStore } from '@keel/core';
 import type { DataKeyStore } from '@keel/core';
-import { CONVERSATION_CATEGORY, CONVERSATION_DELETED, TOOL_CALL_CATEGORY } from '@keel/events';
+import { CONVERSATION_CATEGORY, CONVERSATION_DELETED, RUN_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
 import { randomBytes } from 'node:crypto';
 import type { KeelConfig } from './config.js';
 import { readEnv } from './env/env-check.js';
@@ -30,19 +30,22 @@ export interface ConversationErasure {
 
 const CONVERSATION_PREFIX = `${CONVERSATION_CATEGORY}-`;
 const TOOL_CALL_PREFIX = `${TOOL_CALL_CATEGORY}-`;
+const RUN_PREFIX = `${RUN_CATEGORY}-`;
 
 /**
  * Whose key seals an event: a conversation's events its own; a tool call's execution stream
- * (`toolcall-…`, its result) the conversation its data names (`conversationId`, kept in clear).
+ * (`toolcall-…`, its result) the conversation its data names (`conversationId`, kept in clear); a
+ * team run's stream (`run-…`: its input, its tasks' inputs and outputs, copies of its members'
+ * conversations) a key of its own, so the log and the bus never hold it in clear.
  */
-const conversationKeyStream = ({
+export const conversationKeyStream = ({
   streamName,
   data,
 }: {
   streamName: string;
   data: unknown;
 }): string | undefined => {
-  if (streamName.startsWith(CONVERSATION_PREFIX)) return streamName;
+  if (streamName.startsWith(CONVERSATION_PREFIX) || streamName.startsWith(RUN_PREFIX)) return streamName;
   if (!streamName.startsWith(TOOL_CALL_PREFIX) || typeof data !== 'object' || data === null) return undefined;
   const { conversationId } = data as { conversationId?: unknown };
   return typeof conversationId === 'string' ? `${CONVERSATION_PREFIX}${conversationId}` : undefined;
