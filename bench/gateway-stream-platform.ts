@@ -22,6 +22,8 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export interface ServiceProcess {
   name: string;
   pid: number;
+  /** The process's inspector (`--inspect` given): its WebSocket address. */
+  inspectorUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -42,11 +44,12 @@ const startService = (
   entry: string,
   env: Record<string, string>,
   readyLine = /"msg":"ready"/,
+  nodeArgs: string[] = [],
 ): Promise<ServiceProcess> =>
   new Promise((resolve, reject) => {
     const child: ChildProcess = spawn(
       process.execPath,
-      ['--conditions=@keel/source', '--import', 'tsx', entry],
+      [...nodeArgs, '--conditions=@keel/source', '--import', 'tsx', entry],
       {
         cwd: ROOT,
         env: { ...process.env, ...env },
@@ -54,6 +57,7 @@ const startService = (
       },
     );
     const last: string[] = [];
+    let inspectorUrl: string | undefined;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${name} not ready within 90 s:\n${last.join('\n')}`));
@@ -61,11 +65,13 @@ const startService = (
     const onLine = (line: string) => {
       last.push(line);
       if (last.length > 30) last.shift();
+      inspectorUrl ??= /Debugger listening on (ws:\S+)/.exec(line)?.[1];
       if (readyLine.test(line)) {
         clearTimeout(timer);
         resolve({
           name,
           pid: child.pid!,
+          ...(inspectorUrl ? { inspectorUrl } : {}),
           stop: () =>
             new Promise<void>((done) => {
               if (child.exitCode !== null) return done();
@@ -94,6 +100,8 @@ export interface BenchPlatform {
   streamName: string;
   subjectPrefix: string;
   gateway: ServiceProcess;
+  /** Every process of the platform (the gateway among them). */
+  services: ServiceProcess[];
   editorKey: string;
   stop(): Promise<void>;
 }
@@ -144,13 +152,20 @@ export async function startBenchPlatform(
           KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
         }),
         startService('tools', 'services/tools/src/main.ts', { ...env, GRPC_PORT: String(toolsPort) }),
-        startService('gateway', 'services/gateway/src/main.ts', {
-          ...env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          GRPC_PORT: String(grpcPort),
-          AGENT_GRPC_URL: `127.0.0.1:${agentPort}`,
-        }),
+        startService(
+          'gateway',
+          'services/gateway/src/main.ts',
+          {
+            ...env,
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            GRPC_PORT: String(grpcPort),
+            AGENT_GRPC_URL: `127.0.0.1:${agentPort}`,
+          },
+          undefined,
+          // The inspector answers heapUsedAfterGc (the gateway's own heap per open stream).
+          ['--inspect=127.0.0.1:0'],
+        ),
       ])),
     );
     const base = `http://127.0.0.1:${port}`;
@@ -160,6 +175,7 @@ export async function startBenchPlatform(
       streamName: env.KEEL_NATS_STREAM!,
       subjectPrefix: env.KEEL_SUBJECT_PREFIX!,
       gateway: started.find((s) => s.name === 'gateway')!,
+      services: started,
       editorKey,
       stop,
     };
@@ -233,6 +249,7 @@ export async function startDevPlatform(
       streamName: env.KEEL_NATS_STREAM!,
       subjectPrefix: env.KEEL_SUBJECT_PREFIX!,
       gateway: platform,
+      services: [platform],
       editorKey,
       stop: () => platform.stop(),
     };
@@ -280,6 +297,56 @@ export async function tapDeltas(infra: BenchInfra, platform: BenchPlatform): Pro
     },
   };
 }
+
+/**
+ * The heap a process holds after a full garbage collection, asked over its inspector (Chrome
+ * DevTools Protocol): live objects only, unlike the RSS, which keeps what the heap once grew to.
+ */
+export async function heapUsedAfterGc(inspectorUrl: string): Promise<number> {
+  const socket = new WebSocket(inspectorUrl);
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true });
+    socket.addEventListener('error', reject, { once: true });
+  });
+  let id = 0;
+  const send = (method: string, params: Record<string, unknown> = {}) =>
+    new Promise<{ result?: { result?: { value?: unknown } } }>((resolve) => {
+      const mine = ++id;
+      const onMessage = (message: MessageEvent) => {
+        const reply = JSON.parse(String(message.data)) as { id?: number };
+        if (reply.id !== mine) return;
+        socket.removeEventListener('message', onMessage);
+        resolve(reply as { result?: { result?: { value?: unknown } } });
+      };
+      socket.addEventListener('message', onMessage);
+      socket.send(JSON.stringify({ id: mine, method, params }));
+    });
+  try {
+    await send('HeapProfiler.collectGarbage');
+    const reply = await send('Runtime.evaluate', {
+      expression: 'process.memoryUsage().heapUsed',
+      returnByValue: true,
+    });
+    return Number(reply.result?.result?.value ?? Number.NaN);
+  } finally {
+    socket.close();
+  }
+}
+
+/** CPU time a process has used so far, user + system, in ms (Linux /proc; clock ticks at 100 Hz). */
+export const cpuMsOf = async (pid: number): Promise<number> => {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/** CPU time the whole machine spent busy so far (all cores, all processes), in ms (/proc/stat). */
+export const machineBusyMsOf = async (): Promise<number> => {
+  const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!;
+  const [user, nice, system, , , irq, softirq, steal] = line.split(/\s+/).slice(1).map(Number);
+  return (user! + nice! + system! + irq! + softirq! + steal!) * 10;
+};
 
 /** Resident set size of a process in bytes (Linux /proc). */
 export const rssOf = async (pid: number): Promise<number> => {

@@ -11,11 +11,15 @@
  * gaps, the gateway's RSS before, at the most streams open, and after; memory per open stream.
  */
 import { writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { FakeOpenAI } from '../packages/testkit/src/fake-openai/index.js';
 import { fakeReply, startFakeOpenAI } from '../packages/testkit/src/fake-openai/index.js';
 import type { BenchPlatform, DeltaTap, SseEvent } from './gateway-stream-platform.js';
 import {
+  cpuMsOf,
+  heapUsedAfterGc,
+  machineBusyMsOf,
   readSse,
   rssOf,
   startBenchPlatform,
@@ -250,6 +254,69 @@ interface LoadFigures {
   /** Most streams open at once and the RSS sampled then. */
   maxOpen: number;
   rssAtMaxOpen: number;
+  /** The gateway's heap after a full GC: before the load, and once with `heapOpen` turn streams open. */
+  heapBefore: number;
+  heapWithTurns: number;
+  heapOpen: number;
+  /** The same with idle events feeds: none, then `STREAMS` open on finished conversations. */
+  idleHeap: IdleHeap;
+  /** CPU ms used during the load: by each platform process, and by the whole machine (all its work). */
+  cpu: { services: Record<string, number>; machine: number };
+}
+
+/** CPU ms each platform process and the machine use while `work` runs. */
+async function cpuDuring<T>(
+  platform: BenchPlatform,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: LoadFigures['cpu'] }> {
+  const of = () => Promise.all(platform.services.map((service) => cpuMsOf(service.pid)));
+  const [before, machineBefore] = [await of(), await machineBusyMsOf()];
+  const result = await work();
+  const [after, machineAfter] = [await of(), await machineBusyMsOf()];
+  const services = Object.fromEntries(
+    platform.services.map((service, i) => [service.name, after[i]! - before[i]!]),
+  );
+  return { result, cpu: { services, machine: machineAfter - machineBefore } };
+}
+
+interface IdleHeap {
+  before: number;
+  withFeeds: number;
+  open: number;
+}
+
+/** The gateway's heap after a GC (its inspector), NaN when it has none. */
+const heapOf = (platform: BenchPlatform): Promise<number> =>
+  platform.gateway.inspectorUrl
+    ? heapUsedAfterGc(platform.gateway.inspectorUrl)
+    : Promise.resolve(Number.NaN);
+
+/**
+ * The gateway's own heap per idle open stream: `GET .../events` held open on each conversation
+ * (read to the end of its log, then waiting), the heap after a GC with none and with all open.
+ */
+async function measureIdleFeeds(platform: BenchPlatform, conversations: string[]): Promise<IdleHeap> {
+  const before = await heapOf(platform);
+  const stop = new AbortController();
+  let open = 0;
+  const feeds = conversations.map(async (id) => {
+    const response = await fetch(`${platform.base}/v1/conversations/${id}/events`, {
+      headers: { authorization: `Bearer ${platform.editorKey}`, accept: 'text/event-stream' },
+      signal: stop.signal,
+    });
+    if (response.status !== 200) return;
+    open++;
+    await readSse(response, () => undefined).catch(() => undefined);
+  });
+  for (let waited = 0; open < conversations.length && waited < 30_000; waited += 200)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  // Each feed has read its conversation's log and waits for more.
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const withFeeds = await heapOf(platform);
+  const opened = open;
+  stop.abort();
+  await Promise.allSettled(feeds);
+  return { before, withFeeds, open: opened };
 }
 
 async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: DeltaTap): Promise<LoadFigures> {
@@ -270,11 +337,13 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
     );
   }
   await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const heapBefore = await heapOf(platform);
   const rssBefore = await rssOf(platform.gateway.pid);
   let open = 0;
   let maxOpen = 0;
   let rssAtMaxOpen = rssBefore;
   let rssPeak = rssBefore;
+  let [heapWithTurns, heapOpen] = [Number.NaN, 0];
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
@@ -282,23 +351,27 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
       rssPeak = Math.max(rssPeak, rss);
       if (open > maxOpen) [maxOpen, rssAtMaxOpen] = [open, rss];
       else if (open === maxOpen) rssAtMaxOpen = Math.max(rssAtMaxOpen, rss);
+      // Once, with all streams open: the heap (live objects) they hold, in-flight frames included.
+      if (heapOpen === 0 && open >= STREAMS) [heapOpen, heapWithTurns] = [open, await heapOf(platform)];
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   })();
   const started = now();
-  const timings = await Promise.all(
-    conversations.map(async (id) => {
-      // Open from the response headers to the end of the stream.
-      let opened = false;
-      try {
-        return await throughGateway(platform, id, () => {
-          opened = true;
-          open++;
-        });
-      } finally {
-        if (opened) open--;
-      }
-    }),
+  const { result: timings, cpu } = await cpuDuring(platform, () =>
+    Promise.all(
+      conversations.map(async (id) => {
+        // Open from the response headers to the end of the stream.
+        let opened = false;
+        try {
+          return await throughGateway(platform, id, () => {
+            opened = true;
+            open++;
+          });
+        } finally {
+          if (opened) open--;
+        }
+      }),
+    ),
   );
   const wallMs = now() - started;
   sampling = false;
@@ -306,8 +379,40 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const rssAfter = await rssOf(platform.gateway.pid);
   const relay = timings.flatMap((timing, i) => relayOf(tap, conversations[i]!, timing));
-  return { timings, relay, relayAlone, wallMs, rssBefore, rssPeak, rssAfter, maxOpen, rssAtMaxOpen };
+  const idleHeap = await measureIdleFeeds(platform, conversations);
+  return {
+    timings,
+    relay,
+    relayAlone,
+    wallMs,
+    rssBefore,
+    rssPeak,
+    rssAfter,
+    maxOpen,
+    rssAtMaxOpen,
+    heapBefore,
+    heapWithTurns,
+    heapOpen,
+    idleHeap,
+    cpu,
+  };
 }
+
+/** Where the load's CPU went: per process and per turn, and the machine's busy share. */
+const cpuNote = (load: LoadFigures): string => {
+  const perTurn = (ms: number) => (ms / STREAMS).toFixed(1);
+  const services = Object.entries(load.cpu.services)
+    .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s (${perTurn(ms)} ms per turn)`)
+    .join(', ');
+  const busy = (100 * load.cpu.machine) / (load.wallMs * cpus().length);
+  return `CPU during the load: ${services}; the machine (${cpus().length} cores, FerretDB, PostgreSQL, NATS, this client and other work on it) was busy ${busy.toFixed(0)} % of the wall time, ${perTurn(load.cpu.machine)} ms per turn.`;
+};
+
+/** Heap bytes per stream between two GC'd heaps, in KB. */
+const kbPerStream = (before: number, after: number, n: number): string =>
+  n > 0 && Number.isFinite(before) && Number.isFinite(after)
+    ? ((after - before) / n / 1024).toFixed(1)
+    : 'n/a';
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 const f = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(2));
@@ -425,7 +530,9 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures, infra: BenchInfr
       `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone on FerretDB, p50 ${f(summarize(load.relayAlone).p50)} / p99 ${f(summarize(load.relayAlone).p99)} ms alone on the load platform (${LOAD_ON === 'dev' ? 'store in memory' : 'the same processes and store'}) (a delta that names a log version the feed has already sent is written without a store read; the feed reads the log first only when a delta is ahead of it, and every poll interval), p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
       `${STREAMS} streams: ${completed}/${STREAMS} completed (${((100 * completed) / STREAMS).toFixed(1)} %) in ${(load.wallMs / 1000).toFixed(1)} s; time to first token p50 ${f(loadTtft.p50)} / p99 ${f(loadTtft.p99)} ms; token gaps p50 ${f(loadGaps.p50)} / p99 ${f(loadGaps.p99)} ms (the fake pauses ${LOAD_TOKEN_MS} ms).`,
       ...failuresOf(load.timings),
-      `Gateway RSS: ${mb(load.rssBefore)} MB before, ${mb(load.rssAtMaxOpen)} MB with ${load.maxOpen} streams open (peak ${mb(load.rssPeak)} MB), ${mb(load.rssAfter)} MB 2 s after: ≈ ${(perStream / 1024).toFixed(0)} KB per open stream.`,
+      cpuNote(load),
+      `Gateway RSS: ${mb(load.rssBefore)} MB before, ${mb(load.rssAtMaxOpen)} MB with ${load.maxOpen} streams open (peak ${mb(load.rssPeak)} MB), ${mb(load.rssAfter)} MB 2 s after: ≈ ${(perStream / 1024).toFixed(0)} KB per open stream (the RSS keeps what the heap grew to under load, garbage included).`,
+      `Gateway heap after a full GC (its inspector): ${mb(load.heapBefore)} MB before, ${mb(load.heapWithTurns)} MB with ${load.heapOpen} turn streams open (tokens in flight): ${kbPerStream(load.heapBefore, load.heapWithTurns, load.heapOpen)} KB per open turn stream; ${mb(load.idleHeap.before)} → ${mb(load.idleHeap.withFeeds)} MB with ${load.idleHeap.open} idle events feeds open: ${kbPerStream(load.idleHeap.before, load.idleHeap.withFeeds, load.idleHeap.open)} KB per idle stream.`,
     ],
   };
 }
@@ -470,7 +577,9 @@ function markdownOf(
     `| streams completed | ${load.timings.filter((t) => t.completed).length} / ${STREAMS} |`,
     `| wall time | ${(load.wallMs / 1000).toFixed(1)} s |`,
     `| gateway RSS before / with ${load.maxOpen} open / peak / after | ${mb(load.rssBefore)} / ${mb(load.rssAtMaxOpen)} / ${mb(load.rssPeak)} / ${mb(load.rssAfter)} MB |`,
-    `| memory per open stream | ${((load.rssAtMaxOpen - load.rssBefore) / Math.max(1, load.maxOpen) / 1024).toFixed(0)} KB |`,
+    `| memory per open stream (RSS) | ${((load.rssAtMaxOpen - load.rssBefore) / Math.max(1, load.maxOpen) / 1024).toFixed(0)} KB |`,
+    `| gateway heap after GC: before / with ${load.heapOpen} turn streams open | ${mb(load.heapBefore)} / ${mb(load.heapWithTurns)} MB (${kbPerStream(load.heapBefore, load.heapWithTurns, load.heapOpen)} KB per stream) |`,
+    `| gateway heap after GC: none / ${load.idleHeap.open} idle events feeds open | ${mb(load.idleHeap.before)} / ${mb(load.idleHeap.withFeeds)} MB (${kbPerStream(load.idleHeap.before, load.idleHeap.withFeeds, load.idleHeap.open)} KB per stream) |`,
     '',
     ...report.notes.map((n) => `- ${n}`),
     '',
