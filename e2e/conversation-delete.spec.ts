@@ -5,8 +5,9 @@
 // document of any collection of the database (log, snapshots, projections, ledger, indexes
 // included) nor in any message the JetStream stream retains, usage totals are unchanged and the
 // audit trail shows who deleted it. Another tenant's DELETE is 404 and changes nothing; a second
-// DELETE is 404. Also: a conversation deleted while its turn waits for an approval, and one whose
-// sub-agent conversations go with it.
+// DELETE is 404. Also: a conversation deleted while its turn waits for an approval, a team run's
+// member conversation (the run's stream is erased with it), and one whose sub-agent conversations
+// go with it.
 import { status } from '@grpc/grpc-js';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -287,6 +288,50 @@ describe('DELETE /v1/conversations/{id}: crypto-shredding (gateway, agent, tools
     expect((await call('DELETE', `/v1/conversations/${id}`, acme.keys.editor)).status).toBe(204);
     await eventually(async () => expect(await pending()).not.toContain(id));
     expect((await call('GET', `/v1/conversations/${id}`, acme.keys.viewer)).status).toBe(404);
+  }, 60_000);
+
+  it("deleting a team run's member conversation erases the run's stream too (its copies of the content)", async () => {
+    const RUN_MARKER = 'heron-5b2d-run-erase';
+    platform.fake.on(lastUserMessageIncludes(RUN_MARKER), `Counted ${RUN_MARKER}.`);
+    const team = await call('PUT', '/v1/teams/pair', acme.keys.admin, {
+      members: [{ agentId: 'scout', role: 'SCOUT', position: 1 }],
+      topology: 'pipeline',
+      aggregation: 'last',
+    });
+    expect(team.status, JSON.stringify(team.body)).toBe(200);
+    const started = await call('POST', '/v1/runs', acme.keys.editor, {
+      teamId: 'pair',
+      input: `[run] ${RUN_MARKER}`,
+    });
+    expect(started.status).toBe(201);
+    const runId = (started.body as { id: string }).id;
+    const done = await eventually(
+      async () => {
+        const run = (await call('GET', `/v1/runs/${runId}`, acme.keys.viewer)).body as {
+          status: string;
+          output: string;
+          tasks: Array<{ conversationId: string }>;
+        };
+        expect(run.status).toBe('completed');
+        return run;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(done.output).toContain(RUN_MARKER);
+
+    const member = done.tasks[0]!.conversationId;
+    expect((await call('DELETE', `/v1/conversations/${member}`, acme.keys.editor)).status).toBe(204);
+    for (const path of [`/v1/runs/${runId}`, `/v1/runs/${runId}/events`])
+      expect({ path, status: (await call('GET', path, acme.keys.viewer)).status }).toEqual({
+        path,
+        status: 404,
+      });
+    const runs = await call('GET', '/v1/runs?teamId=pair', acme.keys.viewer);
+    expect((runs.body as { data: Array<{ id: string }> }).data.map((r) => r.id)).not.toContain(runId);
+    const dump = await databaseDump(platform.env.MONGODB_URL!);
+    expect(dump.filter((d) => d.text.includes(RUN_MARKER)).map((d) => d.collection)).toEqual([]);
+    const retained = await streamDump(platform.env.NATS_URL!, platform.env.KEEL_NATS_STREAM!);
+    expect(retained.filter((text) => text.includes(RUN_MARKER))).toEqual([]);
   }, 60_000);
 
   it("deletes a conversation's sub-agent conversations with it (each holds the task its call gave)", async () => {

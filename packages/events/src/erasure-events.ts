@@ -13,3 +13,23 @@ export type ConversationDeleted = EventData<
 
 /** The type of the event that erases a conversation (the sealing layer's `erasureType`). */
 export const CONVERSATION_DELETED = 'ConversationDeleted' satisfies ConversationDeleted['type'];
+
+/**
+ * A team run's stream was erased because a member conversation of it (`conversationId`, a task's
+ * conversation) was deleted: the run's stream holds copies of that conversation's content (the
+ * task's input and output, the run's output), so its data key is destroyed too, and the run reads
+ * as never started (404) from then on. Ids and times only, never sealed (like ConversationDeleted).
+ */
+export type RunErased = EventData<
+  'RunErased',
+  { runId: string; conversationId: string; by: string; at: string }
+>;
+
+/** The type of the event that erases a run's stream (an `erasureType` of the sealing layer). */
+export const RUN_ERASED = 'RunErased' satisfies RunErased['type'];
+
+/**
+ * The metadata key of a task's conversation (its ConversationCreated) that names its run: the
+ * agent's run manager writes it (its RUN_ID_KEY), the gateway's eraser reads it.
+ */
+export const RUN_ID_METADATA_KEY = 'keel_run_id';

@@ -1,7 +1,13 @@
 import type { EventStoreAdapter } from '@keel/core';
 import { DataKeyring, EventSealer, InMemoryDataKeyStore, sealingStore } from '@keel/core';
 import type { DataKeyStore } from '@keel/core';
-import { CONVERSATION_CATEGORY, CONVERSATION_DELETED, RUN_CATEGORY, TOOL_CALL_CATEGORY } from '@keel/events';
+import {
+  CONVERSATION_CATEGORY,
+  CONVERSATION_DELETED,
+  RUN_CATEGORY,
+  RUN_ERASED,
+  TOOL_CALL_CATEGORY,
+} from '@keel/events';
 import { randomBytes } from 'node:crypto';
 import type { KeelConfig } from './config.js';
 import { readEnv } from './env/env-check.js';
@@ -73,7 +79,7 @@ export const conversationSealing = async (
   const sealer = new EventSealer({
     keyring,
     keyStream: (event) => (sealing ? conversationKeyStream(event) : undefined),
-    erasureType: CONVERSATION_DELETED,
+    erasureType: [CONVERSATION_DELETED, RUN_ERASED],
   });
   const erasure: ConversationErasure = {
     sealing,

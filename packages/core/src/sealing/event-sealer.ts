@@ -42,10 +42,10 @@ export interface SealingOptions {
    */
   keyStream: (event: { streamName: string; data: unknown }) => string | undefined;
   /**
-   * The event type that records a stream's erasure: never sealed (it must read after the key is
-   * gone), and a process that reads it forgets the stream's key at once.
+   * The event type (or types) that record a stream's erasure: never sealed (it must read after
+   * the key is gone), and a process that reads one forgets the stream's key at once.
    */
-  erasureType: string;
+  erasureType: string | readonly string[];
 }
 
 /**
@@ -54,7 +54,17 @@ export interface SealingOptions {
  * it knows no event type but the erasure's. Events written before sealing existed read as they are.
  */
 export class EventSealer {
-  constructor(private readonly options: SealingOptions) {}
+  readonly #erasureTypes: ReadonlySet<string>;
+
+  constructor(private readonly options: SealingOptions) {
+    const { erasureType } = options;
+    this.#erasureTypes = new Set(typeof erasureType === 'string' ? [erasureType] : erasureType);
+  }
+
+  /** Whether an event records its stream's erasure. */
+  isErasure(type: string): boolean {
+    return this.#erasureTypes.has(type);
+  }
 
   /** The stream whose key seals this stream's snapshots (undefined: not sealed). */
   snapshotKeyStream(streamName: string): string | undefined {
@@ -77,7 +87,7 @@ export class EventSealer {
   async sealRecorded(events: readonly RecordedEvent[]): Promise<RecordedEvent[]> {
     const sealed: RecordedEvent[] = [];
     for (const event of events) {
-      if (event.type === this.options.erasureType)
+      if (this.isErasure(event.type))
         await this.options.keyring.destroy(event.tenantId, event.streamName, event.recordedAt);
       sealed.push(await this.#sealOne(event.tenantId, event.streamName, event));
     }
@@ -94,7 +104,7 @@ export class EventSealer {
 
   /** One recorded event with its content opened. */
   async open(event: RecordedEvent): Promise<RecordedEvent> {
-    if (event.type === this.options.erasureType) {
+    if (this.isErasure(event.type)) {
       this.options.keyring.forget(event.tenantId, event.streamName);
       return event;
     }
@@ -116,7 +126,7 @@ export class EventSealer {
     const result: RecordedEvent[] = [];
     for (const event of events) {
       const sealed = sealedContentOf(event.data);
-      if (sealed === undefined || event.type === this.options.erasureType) result.push(event);
+      if (sealed === undefined || this.isErasure(event.type)) result.push(event);
       else if ('erased' in sealed) result.push(erased(event));
       else {
         const keyStream = this.options.keyStream(event);
@@ -164,7 +174,7 @@ export class EventSealer {
   }
 
   async #sealOne<E extends EventData>(tenantId: string, streamName: string, event: E): Promise<E> {
-    if (event.type === this.options.erasureType || sealedContentOf(event.data) !== undefined) return event;
+    if (this.isErasure(event.type) || sealedContentOf(event.data) !== undefined) return event;
     const keyStream = this.options.keyStream({ streamName, data: event.data });
     if (keyStream === undefined) return event;
     const { clear, content } = splitContent(event.data);
@@ -180,8 +190,7 @@ export class EventSealer {
   /** A batch holding a stream's erasure: forget that stream's key before opening anything of it. */
   #forgetErased(events: readonly RecordedEvent[]): void {
     for (const event of events) {
-      if (event.type === this.options.erasureType)
-        this.options.keyring.forget(event.tenantId, event.streamName);
+      if (this.isErasure(event.type)) this.options.keyring.forget(event.tenantId, event.streamName);
     }
   }
 }

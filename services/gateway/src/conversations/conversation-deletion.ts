@@ -1,7 +1,7 @@
 import type { EventMetadata, RecordedEvent } from '@keel/core';
 import { NotFoundError } from '@keel/core';
 import type { ConversationDeleted } from '@keel/events';
-import { CONVERSATION_DELETED } from '@keel/events';
+import { CONVERSATION_DELETED, RUN_ID_METADATA_KEY } from '@keel/events';
 
 /** A DELETE as the decision sees it: which conversation, by whom, when. */
 export interface DeleteConversation {
@@ -54,4 +54,17 @@ export const childConversationsOf = (events: readonly RecordedEvent[]): string[]
     if (typeof child === 'string' && child !== '') children.add(child);
   }
   return [...children];
+};
+
+/**
+ * The team run a conversation is a task of (its creation's metadata names it), if any: the run's
+ * stream holds copies of the conversation's content (the task's input and output, the run's
+ * output), so deleting the conversation erases the run's stream too.
+ */
+export const runOfConversation = (events: readonly RecordedEvent[]): string | undefined => {
+  const created = events.find((event) => event.type === 'ConversationCreated');
+  const metadata = (created?.data as { metadata?: unknown } | undefined)?.metadata;
+  if (typeof metadata !== 'object' || metadata === null) return undefined;
+  const runId = (metadata as Record<string, unknown>)[RUN_ID_METADATA_KEY];
+  return typeof runId === 'string' && runId !== '' ? runId : undefined;
 };

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@keel/core';
 import { NotFoundError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
-import { childConversationsOf, decideDeletion } from './conversation-deletion.js';
+import { childConversationsOf, decideDeletion, runOfConversation } from './conversation-deletion.js';
 
 const at = (version: number, type: string, data: unknown = {}): RecordedEvent => ({
   eventId: `e${version}`,
@@ -54,5 +54,13 @@ describe('decideDeletion', () => {
     ]) {
       expect(() => decideDeletion(events, command)).toThrow(NotFoundError);
     }
+  });
+
+  it('names the team run a task conversation belongs to (its creation metadata), none otherwise', () => {
+    const created = (metadata: unknown) => [at(1, 'ConversationCreated', { agentId: 'a', metadata })];
+    expect(runOfConversation(created({ keel_run_id: 'r1', keel_task_id: 't1' }))).toBe('r1');
+    expect(runOfConversation(created({ siteName: 'x' }))).toBeUndefined();
+    expect(runOfConversation(created(undefined))).toBeUndefined();
+    expect(runOfConversation([])).toBeUndefined();
   });
 });

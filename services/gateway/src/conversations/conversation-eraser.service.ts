@@ -1,10 +1,11 @@
 import { ConcurrencyError, NotFoundError, streamName, ValidationError } from '@keel/core';
 import type { EventMetadata, RecordedEvent } from '@keel/core';
-import { CONVERSATION_CATEGORY } from '@keel/events';
+import type { RunErased } from '@keel/events';
+import { CONVERSATION_CATEGORY, RUN_CATEGORY } from '@keel/events';
 import type { Infrastructure } from '@keel/runtime';
 import { KEEL_INFRA } from '@keel/runtime';
 import { Inject, Injectable } from '@nestjs/common';
-import { childConversationsOf, decideDeletion } from './conversation-deletion.js';
+import { childConversationsOf, decideDeletion, runOfConversation } from './conversation-deletion.js';
 
 /** Appends lost to a concurrent writer (a turn still running) before the DELETE gives up. */
 const MAX_ATTEMPTS = 5;
@@ -30,12 +31,32 @@ export class ConversationEraser {
 
   async delete(deleter: Deleter, conversationId: string): Promise<void> {
     const events = await this.#deleteOne(deleter, conversationId);
+    const runId = runOfConversation(events);
+    if (runId !== undefined) await this.#eraseRun(deleter, runId, conversationId);
     // Its sub-agents' conversations hold the tasks its calls gave them: they go with it.
     for (const child of childConversationsOf(events)) {
       await this.delete(deleter, child).catch((error: unknown) => {
         if (!(error instanceof NotFoundError)) throw error;
       });
     }
+  }
+
+  /**
+   * Erases the stream of the run a deleted conversation was a task of: appends `RunErased` (once
+   * per conversation: its commit id; every process that reads it forgets the run's key) and
+   * destroys the run's data key and snapshots. The run then reads as never started (404).
+   */
+  async #eraseRun(deleter: Deleter, runId: string, conversationId: string): Promise<void> {
+    const stream = streamName(RUN_CATEGORY, runId);
+    const event: RunErased = {
+      type: 'RunErased',
+      data: { runId, conversationId, by: deleter.keyId, at: new Date().toISOString() },
+      metadata: deleter.metadata,
+    };
+    await this.infra.store.append(deleter.tenantId, stream, [event], {
+      commitId: `runerased-${conversationId}`,
+    });
+    await this.infra.erasure.erase(deleter.tenantId, stream);
   }
 
   /** Appends the deletion (retrying a lost race), destroys the key; the events it decided on. */

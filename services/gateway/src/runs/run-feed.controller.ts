@@ -69,7 +69,9 @@ export class RunFeedController {
       throw error;
     }
     const first = await this.infra.store.read(tenantId, stream, { fromVersion: 1, toVersion: 1 });
-    if (first.length === 0) throw new NotFoundError(`run ${runId} not found`);
+    // An erased run (a member conversation of it was deleted) is gone like a deleted conversation.
+    if (first.length === 0 || (await this.infra.erasure.isErased(tenantId, stream)))
+      throw new NotFoundError(`run ${runId} not found`);
     return stream;
   }
 }
