@@ -101,7 +101,11 @@ describe('sub-agents, end to end', () => {
 
   it("a three-level chain answers through its children; each child's conversation is readable and linked", async () => {
     platform.fake.reset();
-    expect((await putAgent('leaf')).status).toBe(200);
+    // The leaf's instructions name the end user: the chain runs for the root turn's user and role.
+    const leafAgent = await putAgent('leaf', {
+      instructions: 'agent:leaf; for {{user.id}} as {{user.role}}',
+    });
+    expect(leafAgent.status, JSON.stringify(leafAgent.body)).toBe(200);
     expect((await putAgent('middle', { agents: ['leaf'] })).status).toBe(200);
     const top = await putAgent('top', { agents: ['middle'] });
     expect(top.status, JSON.stringify(top.body)).toBe(200);
@@ -118,7 +122,10 @@ describe('sub-agents, end to end', () => {
     );
     platform.fake.on(systemPromptIncludes('agent:leaf;'), 'Leaf: owls hunt at night.');
     const root = await newConversation('top');
-    const turn = await stream(root, 'Tell me about owls.', { 'x-keel-user': 'ada' });
+    const turn = await stream(root, 'Tell me about owls.', {
+      'x-keel-user': 'ada',
+      'x-keel-user-role': 'owner',
+    });
     const frames = await turn.until(ends, 30_000);
     turn.close();
     expect(frames.at(-1)!.event).toBe('turn.completed');
@@ -138,6 +145,9 @@ describe('sub-agents, end to end', () => {
     expect(leaf).toMatchObject({ agentId: 'leaf', parentConversationId: middleId });
     expect(leaf.messages.map((m) => m.content)).toEqual(['When do owls hunt?', 'Leaf: owls hunt at night.']);
     expect((await conversation(root)).parentConversationId).toBeUndefined();
+    const leafRequests = platform.fake.requests.filter((r) => r.rawBody.includes('agent:leaf;'));
+    expect(leafRequests).toHaveLength(1);
+    expect(leafRequests[0]!.rawBody).toContain('agent:leaf; for ada as owner');
     // The children's usage counts for the parent's end user and, per agent, for each child.
     const today = new Date().toISOString().slice(0, 10);
     await eventually(async () => {

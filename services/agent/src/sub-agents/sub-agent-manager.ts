@@ -5,10 +5,11 @@ import {
   ConflictError,
   NotFoundError,
   ValidationError,
+  isEvent,
   ownValue,
   parseStreamName,
 } from '@keel/core';
-import type { ActorRole, EventError, ParentLink } from '@keel/events';
+import type { ActorRole, EventError, ParentLink, TurnStarted } from '@keel/events';
 import { CONVERSATION_CATEGORY, turnIdOf } from '@keel/events';
 import type { KeelLogger } from '@keel/runtime';
 import type { CallContext } from '../call-context.js';
@@ -146,7 +147,7 @@ export class SubAgentManager {
    */
   private async runChild(event: RecordedEvent, child: RequestedChild, parent: ParentLink): Promise<void> {
     const { conversations } = this.deps;
-    const ctx = await this.endUserOf(event, child.turnId);
+    const { ctx, userRole } = await this.endUserOf(event, child.turnId);
     const key = `subagent:${child.toolCallId}`;
     await conversations.create(
       ctx,
@@ -160,7 +161,7 @@ export class SubAgentManager {
     await conversations.send(
       ctx,
       child.childConversationId,
-      { content: child.task },
+      { content: child.task, ...(userRole ? { userRole } : {}) },
       acceptedRequestOf('SubmitMessage', key, { content: child.task }),
     );
     const after = await conversations.handler.load(event.tenantId, event.streamName);
@@ -199,18 +200,30 @@ export class SubAgentManager {
     }
   }
 
-  /** The end user the parent's turn runs for (its message's actor): the child runs for them too. */
-  private async endUserOf(event: RecordedEvent, turnId: string): Promise<CallContext> {
+  /**
+   * The end user the parent's turn runs for (its message's actor, and the role its TurnStarted
+   * recorded from `X-Keel-User-Role`): the child runs for them too, so `userRoles` tools and
+   * `{{user.*}}` instructions see the same user down the chain.
+   */
+  private async endUserOf(
+    event: RecordedEvent,
+    turnId: string,
+  ): Promise<{ ctx: CallContext; userRole?: string }> {
     const events = await this.deps.store.read(event.tenantId, event.streamName);
     const message = events.find((e) => e.type === 'UserMessageAdded' && turnIdOf(e) === turnId);
+    const started = events.find(
+      (e): e is RecordedEvent & TurnStarted =>
+        isEvent<TurnStarted>(e, 'TurnStarted') && e.data.turnId === turnId,
+    );
     const actor = message?.metadata.actor;
-    return {
+    const ctx: CallContext = {
       tenantId: event.tenantId,
       keyId: actor?.keyId ?? 'system:agent',
       role: (actor?.role ?? 'editor') as ActorRole,
       userId: actor?.userId ?? actor?.keyId ?? 'system:agent',
       correlationId: event.metadata.correlationId ?? event.eventId,
     };
+    return { ctx, userRole: started?.data.user?.role };
   }
 }
 
