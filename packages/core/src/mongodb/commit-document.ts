@@ -19,6 +19,12 @@ export interface CommitDocument {
   q: 0 | 1;
   /** Global position of the commit's first event, once sequenced. */
   g?: number;
+  /**
+   * The bucket of the commit's first version (`bucketOf(f)`): a stream read queries one bucket
+   * at a time by equality, which FerretDB on PostgreSQL filters in the database (see
+   * `MongoEventStore`). Absent on commits written before buckets (a store holding any reads by `_id`).
+   */
+  k?: number;
 }
 
 /** A page of the global log: the sequencer's single atomic write that fences positions. */
@@ -50,6 +56,12 @@ export const parseCommitKey = (key: string): { t: string; s: string; f: number }
     return undefined;
   return { t: key.slice(0, first), s: key.slice(first + 1, last), f };
 };
+
+/** Versions per bucket of a stream (the `k` of its commits). */
+export const BUCKET_VERSIONS = 64;
+
+/** The bucket a version falls in. */
+export const bucketOf = (version: number): number => Math.floor(version / BUCKET_VERSIONS);
 
 /** The `_id` of the log page starting at `position` (fixed width, so it sorts like the number). */
 export const pageKey = (position: number): string => `p${String(position).padStart(16, '0')}`;

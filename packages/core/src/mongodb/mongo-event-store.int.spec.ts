@@ -5,8 +5,9 @@ import { describeEventStoreContract } from '../event-store/event-store.contract.
 import type { MongoEventStoreOptions } from './mongo-event-store.js';
 import { MongoEventStore } from './mongo-event-store.js';
 
-// Both read strategies run here: `walk` is the default on FerretDB, `range` the default on MongoDB.
-for (const reads of ['walk', 'range'] as const) {
+// Every read strategy runs here: `buckets` is the default on FerretDB/PostgreSQL, `walk` on
+// FerretDB/SQLite, `range` on MongoDB.
+for (const reads of ['walk', 'buckets', 'range'] as const) {
   describeEventStoreContract(`mongodb, ${reads} reads`, async () => {
     const url = mongoUrlFor(uniqueName('store'));
     const options: MongoEventStoreOptions = { reads };
@@ -60,6 +61,49 @@ describe('MongoDB event store: what it writes', () => {
     } finally {
       await store.db.dropDatabase();
       await store.close();
+    }
+  });
+
+  it('bucket reads cross buckets and prove where a stream ends; a log with commits written before buckets is walked', async () => {
+    const dbName = uniqueName('buckets');
+    const url = mongoUrlFor(dbName);
+    const writer = await MongoEventStore.connect(url, { reads: 'buckets' });
+    try {
+      // 150 one-event commits then one of 3 events: three buckets of 64 versions.
+      for (let v = 0; v < 150; v++) {
+        await writer.append('acme', 'order-long', [{ type: 'N', data: { v: v + 1 } }], {
+          expectedVersion: v,
+        });
+      }
+      await writer.append(
+        'acme',
+        'order-long',
+        ['a', 'b', 'c'].map((x) => ({ type: 'N', data: { x } })),
+        {
+          expectedVersion: 150,
+        },
+      );
+      const readAll = async (): Promise<void> => {
+        const reader = await MongoEventStore.connect(url, { reads: 'buckets' });
+        try {
+          const all = await reader.read('acme', 'order-long');
+          expect(all.map((e) => e.version)).toEqual(Array.from({ length: 153 }, (_, i) => i + 1));
+          // From a known boundary (as after a snapshot), across the bucket of 128..191.
+          const tail = await reader.read('acme', 'order-long', { fromVersion: 120 });
+          expect(tail.map((e) => e.version)).toEqual(Array.from({ length: 34 }, (_, i) => i + 120));
+          expect(await reader.streamVersion('acme', 'order-long')).toBe(153);
+          expect(await reader.read('acme', 'order-long', { fromVersion: 154 })).toEqual([]);
+        } finally {
+          await reader.close();
+        }
+      };
+      await readAll();
+      // The first 100 commits as an older writer left them, without a bucket: read all the same.
+      await writer.db.collection('commits').updateMany({ f: { $lte: 100 } }, { $unset: { k: '' } });
+      await readAll();
+    } finally {
+      await writer.db.dropDatabase();
+      await writer.close();
     }
   });
 });

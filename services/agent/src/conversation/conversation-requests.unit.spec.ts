@@ -45,6 +45,7 @@ const setup = async () => {
   const instance = () =>
     new ConversationService(store, bus, config, {
       budgets: new TurnBudgets(store, directory, { reserveUsd: 0.05 }),
+      snapshotEvery: 20,
     });
   const read = async (stream: string) => store.read('acme', stream);
   return { store, instance, read };

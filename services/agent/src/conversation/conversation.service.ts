@@ -95,10 +95,20 @@ export interface ConversationServiceOptions {
   budgets?: TurnBudgets;
   /** The tenants' defaults (`PUT /v1/defaults`): a turn starts with those its agent takes. */
   defaults?: { load(tenantId: string): Promise<TenantDefaults> };
+  /** Snapshot every this many events (default `SNAPSHOT_EVERY`); tests take them sooner. */
+  snapshotEvery?: number;
 }
 
-/** Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing). */
-const SNAPSHOT_EVERY = 20;
+/**
+ * Snapshot the conversation every this many events (a cache: deleting snapshots changes nothing).
+ * A snapshot is the whole state, messages included, so its size grows with the conversation:
+ * taken every 20 events it wrote more than the events themselves (quadratic bytes: 748 KB of
+ * snapshots for an 80-step turn's 225 KB of commits). A load without the process's cached state
+ * reads the events after the snapshot a bucket of 64 versions per query on FerretDB/PostgreSQL,
+ * and folding 512 events takes about a millisecond: so a snapshot per 512 events, none in a turn
+ * of up to ~120 tool steps.
+ */
+const SNAPSHOT_EVERY = 512;
 
 /**
  * Category of the streams that bind a create request's Idempotency-Key to the conversation it
@@ -166,7 +176,7 @@ export class ConversationService {
       // v3: the state counts its version and keeps the accepted requests (v2 snapshots lack them).
       // v4: the state keeps the metadata given at creation (v3 snapshots lack it).
       // v5: the creator's userId, ratings on messages, the auto title's turn (v4 snapshots lack them).
-      snapshot: { name: 'conversation-v5', every: SNAPSHOT_EVERY },
+      snapshot: { name: 'conversation-v5', every: options.snapshotEvery ?? SNAPSHOT_EVERY },
     });
   }
 
@@ -228,7 +238,13 @@ export class ConversationService {
   async send(
     ctx: CallContext,
     conversationId: string,
-    input: { content: string; ifBusy?: IfBusy; replaceFrom?: string; contextJson?: string; userRole?: string },
+    input: {
+      content: string;
+      ifBusy?: IfBusy;
+      replaceFrom?: string;
+      contextJson?: string;
+      userRole?: string;
+    },
     request?: AcceptedRequest,
   ): Promise<{ turnId: string; version: number }> {
     const context = contextOf(input.contextJson ?? '');
