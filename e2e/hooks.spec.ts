@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { createServer } from 'node:http';
 import { eventually, fakeReply, lastUserMessageIncludes, openSse } from '@keel/testkit';
+import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayPlatform } from './support/gateway-platform.js';
 import { startGatewayPlatform } from './support/gateway-platform.js';
@@ -225,6 +226,18 @@ describe('hooks (gateway, agent, tools as processes)', () => {
     expect((letters.body as { data: Array<{ id: string }> }).data.map((l) => l.id)).toEqual([
       failures[0]!.id,
     ]);
+    // Stored sealed as on the bus (the dead-lettered event's content under its conversation's key).
+    const mongo = await MongoClient.connect(platform.env.MONGODB_URL!);
+    try {
+      const stored = await mongo
+        .db()
+        .collection('bus_dead_letters')
+        .findOne({ _id: failures[0]!.id as never });
+      const event = JSON.parse(String(stored?.event)) as { data: object };
+      expect(Object.keys(event.data)).toContain('__sealed');
+    } finally {
+      await mongo.close();
+    }
     receiver.recover();
     const replay = await platform.request(
       'POST',
@@ -236,6 +249,8 @@ describe('hooks (gateway, agent, tools as processes)', () => {
       timeoutMs: 15_000,
     });
     expect(receiver.hits.at(-1)?.key).toBe(sent[0]!.key);
+    // Replayed opened: the same body as the first attempts.
+    expect(receiver.hits.at(-1)?.body).toEqual(sent[0]!.body);
     await eventually(async () => {
       const listed = await answerOf(await platform.request('GET', '/v1/hooks/broken/failures', keys.admin));
       expect(listed.body).toEqual({ data: [] });
