@@ -13,6 +13,7 @@
  * subscriber next to the gateway sees it (the JetStream subjects), the fake's and the webhook's
  * receipt, and the SSE frame's arrival (all epoch ms; sub-ms where this process measured it).
  */
+import { appendFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { cpus } from 'node:os';
@@ -172,6 +173,21 @@ const withDatabase = (url: string, db: string): string => {
   return parsed.toString();
 };
 
+/** With `BENCH_DB_TRACE=<dir>`: each process logs its MongoDB commands there (bench/lib/db-trace.mjs). */
+const dbTraceEnv = (name: string): Record<string, string> =>
+  process.env.BENCH_DB_TRACE
+    ? {
+        BENCH_DB_TRACE_NAME: name,
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${new URL('./lib/db-trace.mjs', import.meta.url).pathname}`,
+      }
+    : {};
+
+/** Marks a measured turn's start or end in the DB trace directory (epoch ms), when tracing. */
+const markDbTrace = (what: string): void => {
+  const dir = process.env.BENCH_DB_TRACE;
+  if (dir) appendFileSync(`${dir}/window.log`, `${Date.now()} ${what} ${ROUNDS}\n`);
+};
+
 /** Agent(s), tools, pricing, audit and a gateway as processes; a tenant with the `bench` agent and its `refund` webhook tool. */
 export async function startFivePlatform(
   infra: BenchInfra,
@@ -210,7 +226,7 @@ export async function startFivePlatform(
     startProcess({
       name,
       entry: `services/${service}/src/main.ts`,
-      env: { ...env, ...extra },
+      env: { ...env, ...dbTraceEnv(name), ...extra },
       readyLine: /"msg":"ready"/,
       readyTimeoutMs: 90_000,
       echo: process.env.BENCH_ECHO === '1',
@@ -412,8 +428,10 @@ async function measure(
       fake.script(fakeReply.text(TEXT));
       const before = fake.requests.length;
       const id = conversations[2 * round]!;
+      if (keep) markDbTrace('text-start');
       const turn = await streamTurn(platform, id);
       if (!keep) return;
+      markDbTrace('text-end');
       const first = turn.frames.get('message.delta');
       figures.ttftKeel.push((first ?? Number.NaN) - turn.sentAt);
       const model = fake.requests.slice(before).find((r) => r.path.endsWith('/chat/completions'));
@@ -434,8 +452,10 @@ async function measure(
       fake.script(fakeReply.text(TEXT));
       const hooks = webhook.received.length;
       const id = conversations[2 * round + 1]!;
+      if (keep) markDbTrace('tool-start');
       const turn = await streamTurn(platform, id);
       if (!keep) return;
+      markDbTrace('tool-end');
       const call = turn.frames.get('tool.call');
       const result = turn.frames.get('tool.result');
       figures.toolKeel.push((result ?? Number.NaN) - (call ?? Number.NaN));
