@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -303,6 +303,26 @@ export async function tapDeltas(infra: BenchInfra, platform: BenchPlatform): Pro
  * DevTools Protocol): live objects only, unlike the RSS, which keeps what the heap once grew to.
  */
 export async function heapUsedAfterGc(inspectorUrl: string): Promise<number> {
+  const session = await inspect(inspectorUrl);
+  try {
+    await session.send('HeapProfiler.collectGarbage');
+    const reply = (await session.send('Runtime.evaluate', {
+      expression: 'process.memoryUsage().heapUsed',
+      returnByValue: true,
+    })) as { result?: { value?: unknown } };
+    return Number(reply.result?.value ?? Number.NaN);
+  } finally {
+    session.close();
+  }
+}
+
+/** A DevTools Protocol session with a process's inspector: a method's result, in order. */
+interface InspectorSession {
+  send(method: string, params?: Record<string, unknown>): Promise<unknown>;
+  close(): void;
+}
+
+async function inspect(inspectorUrl: string): Promise<InspectorSession> {
   const socket = new WebSocket(inspectorUrl);
   await new Promise((resolve, reject) => {
     socket.addEventListener('open', resolve, { once: true });
@@ -310,26 +330,39 @@ export async function heapUsedAfterGc(inspectorUrl: string): Promise<number> {
   });
   let id = 0;
   const send = (method: string, params: Record<string, unknown> = {}) =>
-    new Promise<{ result?: { result?: { value?: unknown } } }>((resolve) => {
+    new Promise<unknown>((resolve) => {
       const mine = ++id;
       const onMessage = (message: MessageEvent) => {
-        const reply = JSON.parse(String(message.data)) as { id?: number };
+        const reply = JSON.parse(String(message.data)) as { id?: number; result?: unknown };
         if (reply.id !== mine) return;
         socket.removeEventListener('message', onMessage);
-        resolve(reply as { result?: { result?: { value?: unknown } } });
+        resolve(reply.result);
       };
       socket.addEventListener('message', onMessage);
       socket.send(JSON.stringify({ id: mine, method, params }));
     });
+  return { send, close: () => socket.close() };
+}
+
+/**
+ * Runs `work` with the process's CPU profiler on and writes the profile (a `.cpuprofile`, for
+ * Chrome DevTools or any profile viewer) to `path`.
+ */
+export async function cpuProfileDuring<T>(
+  inspectorUrl: string,
+  path: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  const session = await inspect(inspectorUrl);
   try {
-    await send('HeapProfiler.collectGarbage');
-    const reply = await send('Runtime.evaluate', {
-      expression: 'process.memoryUsage().heapUsed',
-      returnByValue: true,
-    });
-    return Number(reply.result?.result?.value ?? Number.NaN);
+    await session.send('Profiler.enable');
+    await session.send('Profiler.start');
+    const result = await work();
+    const { profile } = (await session.send('Profiler.stop')) as { profile: unknown };
+    await writeFile(path, JSON.stringify(profile));
+    return result;
   } finally {
-    socket.close();
+    session.close();
   }
 }
 

@@ -18,6 +18,7 @@ import { fakeReply, startFakeOpenAI } from '../packages/testkit/src/fake-openai/
 import type { BenchPlatform, DeltaTap, SseEvent } from './gateway-stream-platform.js';
 import {
   cpuMsOf,
+  cpuProfileDuring,
   heapUsedAfterGc,
   machineBusyMsOf,
   readSse,
@@ -264,6 +265,13 @@ interface LoadFigures {
   cpu: { services: Record<string, number>; machine: number };
 }
 
+/** `work`, with the gateway's CPU profile written to BENCH_GATEWAY_CPU_PROFILE when that is set. */
+const profiled = <T>(platform: BenchPlatform, work: () => Promise<T>): Promise<T> => {
+  const path = process.env.BENCH_GATEWAY_CPU_PROFILE;
+  const inspector = platform.gateway.inspectorUrl;
+  return path && inspector ? cpuProfileDuring(inspector, path, work) : work();
+};
+
 /** CPU ms each platform process and the machine use while `work` runs. */
 async function cpuDuring<T>(
   platform: BenchPlatform,
@@ -358,19 +366,21 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
   })();
   const started = now();
   const { result: timings, cpu } = await cpuDuring(platform, () =>
-    Promise.all(
-      conversations.map(async (id) => {
-        // Open from the response headers to the end of the stream.
-        let opened = false;
-        try {
-          return await throughGateway(platform, id, () => {
-            opened = true;
-            open++;
-          });
-        } finally {
-          if (opened) open--;
-        }
-      }),
+    profiled(platform, () =>
+      Promise.all(
+        conversations.map(async (id) => {
+          // Open from the response headers to the end of the stream.
+          let opened = false;
+          try {
+            return await throughGateway(platform, id, () => {
+              opened = true;
+              open++;
+            });
+          } finally {
+            if (opened) open--;
+          }
+        }),
+      ),
     ),
   );
   const wallMs = now() - started;

@@ -1,7 +1,7 @@
 import { InMemoryEphemeralChannel, InMemoryEventBus, InMemoryEventStore } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { FeedFrame } from './feed-frames.js';
-import { isEphemeralFrame, noticeCallsForRead, readFeed } from './feed-reader.js';
+import { isEphemeralFrame, noticeCallsForRead, readFeed, untilPoll } from './feed-reader.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const tenantId = 't1';
@@ -196,6 +196,16 @@ describe('readFeed', () => {
     stop.abort();
     await frames.return(undefined);
     await bus.close();
+  });
+});
+
+describe('untilPoll', () => {
+  it('rounds the wait up to a tenth of the interval, at most 100 ms, never below 0', () => {
+    expect(untilPoll(4_913, 5_000)).toBe(5_000);
+    expect(untilPoll(4_801, 5_000)).toBe(4_900);
+    expect(untilPoll(231, 250)).toBe(250);
+    expect(untilPoll(3, 10)).toBe(3);
+    expect(untilPoll(-7, 250)).toBe(0);
   });
 });
 
