@@ -172,6 +172,7 @@ async function measureLayout(
   try {
     await monitor.client.connect();
     const monitored = new MongoEventStore(monitor.client.db(store.db.databaseName));
+    await monitored.init(); // picks the read strategy, as MongoEventStore.connect does
     monitor.reset();
     await new CommandHandler(monitored, conversation).load(TENANT, layout.stream);
     commandsPlain = perOperation(monitor.snapshot(), 1);
