@@ -330,7 +330,7 @@ function notesOf(measured: Measured[], infra: BenchInfra): string[] {
     `Read commands per turn: Keel ${line(KEEL, (t) => t.metered.reads, String)}; LangGraph default ` +
       `${line(LG, (t) => t.metered.reads, String)}; delta ${line(LG_DELTA, (t) => t.metered.reads, String)}.`,
     `Keel's bytes by collection: commits ${line(KEEL, (t) => t.metered.bytesByCollection.commits ?? 0, kb)}; ` +
-      `snapshots (the conversation's whole state, rewritten every 20 events) ` +
+      `snapshots (the conversation's whole state, every 512 events: none in these turns) ` +
       `${line(KEEL, (t) => t.metered.bytesByCollection.snapshots ?? 0, kb)}.`,
     `Not in Keel's figures above: placing the turn's commits in the global log, which the outbox relay does after ` +
       `the turn, off its path: ${line(KEEL, (t) => t.sequencing?.bytes ?? 0, kb)} in ` +
