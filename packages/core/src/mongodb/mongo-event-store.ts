@@ -298,7 +298,8 @@ export class MongoEventStore implements EventStoreAdapter {
       if (next > to) return { docs, complete: true };
       const bucket = bucketOf(next);
       const found = await this.commits
-        .find({ t: tenantId, s: streamName, k: bucket, f: { $gte: next } })
+        // `k` first: PostgreSQL tests the conditions in this order, and it rules out most rows.
+        .find({ k: bucket, t: tenantId, s: streamName, f: { $gte: next } })
         .toArray();
       for (const doc of found.sort((a, b) => a.f - b.f)) {
         if (doc.f !== next) return { docs, complete: false };
