@@ -1,4 +1,4 @@
-import type { EventBus, EventStore, CommandHandler } from '@keel/core';
+import type { EventBus, EventStore } from '@keel/core';
 import { ConcurrencyError, NotFoundError, asDecided, ownValue, streamName, uuidv7 } from '@keel/core';
 import type {
   AcceptedRequest,
@@ -161,7 +161,7 @@ const sameRequestConflict = (): ConversationConflictError =>
 
 /** The conversation use cases: create, send, approve or deny, cancel, read, record tool results. */
 export class ConversationService {
-  readonly handler: CommandHandler<Conversation, ConversationCommand, ConversationEvent>;
+  readonly handler: CachingCommandHandler<Conversation, ConversationCommand, ConversationEvent>;
   private readonly clock: () => string;
 
   constructor(

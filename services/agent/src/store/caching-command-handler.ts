@@ -75,6 +75,20 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
   }
 
   /**
+   * The state this process remembers, a copy, when it is at exactly `version`; else undefined.
+   * What another process appended since is not in it: use it only where a stale answer is caught
+   * later (a command's expected version refuses it) and costs nothing but work.
+   */
+  rememberedAt(
+    tenantId: string,
+    streamName: string,
+    version: number,
+  ): { state: State; version: number } | undefined {
+    const cached = this.cache.get(cacheKey(tenantId, streamName));
+    return cached?.version === version ? { state: structuredClone(cached.state), version } : undefined;
+  }
+
+  /**
    * Handles a command. When this process remembers the stream, it decides on the remembered
    * state and appends at once, with no read: the append's expected version is the check (a
    * stream that moved meanwhile refuses it, and the command is handled again on a fresh load).

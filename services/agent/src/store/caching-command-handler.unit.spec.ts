@@ -114,4 +114,20 @@ describe('CachingCommandHandler', () => {
     await new CommandHandler(store, door).handle('acme', 'door-1', 'step');
     expect((await mine.handle('acme', 'door-1', 'stepIfOpen')).state).toEqual({ open: true, steps: 3 });
   });
+  it('hands out the remembered state only at the exact version asked for', async () => {
+    const { store, reads } = countingStore();
+    const mine = new CachingCommandHandler(store, tally);
+    await mine.handle('acme', 'tally-1', { add: 1 });
+    await mine.handle('acme', 'tally-1', { add: 2 });
+    reads.length = 0;
+    expect(mine.rememberedAt('acme', 'tally-1', 2)).toEqual({
+      state: { total: 3, items: [1, 2] },
+      version: 2,
+    });
+    expect(mine.rememberedAt('acme', 'tally-1', 1)).toBeUndefined();
+    expect(mine.rememberedAt('acme', 'tally-2', 0)).toBeUndefined();
+    mine.rememberedAt('acme', 'tally-1', 2)!.state.items.push(99);
+    expect(mine.rememberedAt('acme', 'tally-1', 2)!.state.items).toEqual([1, 2]);
+    expect(reads).toEqual([]);
+  });
 });

@@ -153,7 +153,13 @@ export class TurnWorker {
     if (!isStepTrigger(event)) return;
     const { store, conversations } = this.deps;
     // One view of the stream: the state as loaded, and the events after this trigger up to it.
-    const { state, version } = await conversations.handler.load(event.tenantId, event.streamName);
+    // The first delivery of a trigger this process just wrote (what it remembers ends there) runs
+    // on that state without a read: anything appended since elsewhere makes the step's recording
+    // fail its expected version and be decided again on a fresh load (a wasted call, no double effect).
+    const { state, version } =
+      (delivery.deliveryCount === 1 && delivery.replayOf === undefined
+        ? conversations.handler.rememberedAt(event.tenantId, event.streamName, event.version)
+        : undefined) ?? (await conversations.handler.load(event.tenantId, event.streamName));
     const later =
       version > event.version
         ? await store.read(event.tenantId, event.streamName, {
