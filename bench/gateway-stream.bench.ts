@@ -359,8 +359,9 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
       rssPeak = Math.max(rssPeak, rss);
       if (open > maxOpen) [maxOpen, rssAtMaxOpen] = [open, rss];
       else if (open === maxOpen) rssAtMaxOpen = Math.max(rssAtMaxOpen, rss);
-      // Once, with all streams open: the heap (live objects) they hold, in-flight frames included.
-      if (heapOpen === 0 && open >= STREAMS) [heapOpen, heapWithTurns] = [open, await heapOf(platform)];
+      // With the most streams open (sampled again each time 10 % more are): the heap (live
+      // objects) they hold, in-flight frames included.
+      if (open >= heapOpen + STREAMS / 10) [heapOpen, heapWithTurns] = [open, await heapOf(platform)];
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   })();
