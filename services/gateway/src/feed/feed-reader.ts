@@ -74,7 +74,7 @@ export async function* readFeed(
   if (signal.aborted) return;
   const cursor: FeedCursor = { lastVersion: target.after, lastSeq: 0 };
   // Subscribed before the first read: nothing published from here on is missed.
-  const deltas = new DeltaQueue(sources, target, cursor);
+  const deltas = new DeltaQueue(sources, target, cursor, signal);
   // The first pass reads; later ones read only when something may be in the log that was not yielded.
   let mustRead = true;
   let since = 0;
@@ -102,8 +102,8 @@ export async function* readFeed(
       }
       mustRead = false;
       if (deltas.queued.length > 0) continue;
-      const woken = AbortSignal.any([deltas.wake.signal, signal]);
-      await store.waitForAppend(untilPoll(readAt + pollMs - Date.now(), pollMs), woken, since);
+      // The wake signal also aborts when `signal` does (no AbortSignal.any per wait).
+      await store.waitForAppend(untilPoll(readAt + pollMs - Date.now(), pollMs), deltas.wake.signal, since);
       mustRead = logMayHaveMore(deltas, store.appendCount !== since, Date.now() - readAt >= pollMs);
     }
   } finally {
@@ -163,12 +163,17 @@ class DeltaQueue {
   committedAhead = false;
   readonly #subscription: { unsubscribe(): void };
   readonly #watching: { unsubscribe(): void } | undefined;
+  readonly #stopped: AbortSignal;
+  readonly #onStop = (): void => this.wake.abort(WOKEN);
 
   constructor(
     sources: FeedSources,
     { tenantId, conversationId, streamName }: FeedTarget,
     cursor: FeedCursor,
+    stopped: AbortSignal,
   ) {
+    this.#stopped = stopped;
+    stopped.addEventListener('abort', this.#onStop, { once: true });
     this.#watching = sources.watch?.({ tenantId, streamName }, (event) => {
       if (!noticeCallsForRead(event.version, cursor.lastVersion)) return;
       this.committedAhead = true;
@@ -185,8 +190,10 @@ class DeltaQueue {
     );
   }
 
+  /** A fresh wake signal, aborted at once when the reader is stopped already. */
   rearm(): void {
     this.wake = new AbortController();
+    if (this.#stopped.aborted) this.wake.abort(WOKEN);
   }
 
   /** Takes, one at a time, the deltas at the head that follow no version after `lastVersion`. */
@@ -197,6 +204,7 @@ class DeltaQueue {
   }
 
   close(): void {
+    this.#stopped.removeEventListener('abort', this.#onStop);
     this.#subscription.unsubscribe();
     this.#watching?.unsubscribe();
   }
