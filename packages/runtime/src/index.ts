@@ -29,6 +29,7 @@ export type { GrpcErrorStatus } from './grpc-status.js';
 export { createInfrastructure } from './infrastructure.js';
 export type { Infrastructure, InfrastructureKinds } from './infrastructure.js';
 export type { ConversationErasure } from './erasure.js';
+export { conversationKeyStream } from './erasure.js';
 export { REDACTED_PATHS, createLogger, withLogContext } from './logger.js';
 export type { KeelLogger, LogContext } from './logger.js';
 export { ServiceMetrics, createMetrics, createMetricsRegistry, processMetrics } from './metrics.js';

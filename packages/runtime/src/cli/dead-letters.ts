@@ -9,6 +9,7 @@
  * printed); `replay` redelivers the event to its consumer only, which marks it replayed once handled.
  */
 import { parseArgs } from 'node:util';
+import { pino } from 'pino';
 import { KeelError, messageOf } from '@keel/core';
 import { loadConfig } from '../config.js';
 import { createInfrastructure } from '../infrastructure.js';
@@ -52,7 +53,13 @@ if (!config.mongodbUrl || !config.natsUrl) {
     2,
   );
 }
-const infra = await createInfrastructure(config, createLogger('dead-letters', { level: 'warn' }), {
+// Logs go to stderr: stdout is the JSON lines a caller parses (e.g. the warning of a platform without
+// KEEL_MASTER_KEY would otherwise read as a dead letter).
+const logger = createLogger('dead-letters', {
+  level: 'warn',
+  destination: pino.destination({ dest: 2, sync: true }),
+});
+const infra = await createInfrastructure(config, logger, {
   startRelay: false,
 });
 let exitCode = 0;

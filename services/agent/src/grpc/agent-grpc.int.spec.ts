@@ -149,6 +149,7 @@ describe('tenant configuration over gRPC', () => {
       memoryJson: '',
       affects: [],
       outputSchemaJson: '',
+      userRoles: [],
     });
 
     const { data } = await call<{ data: Array<{ name: string; builtin: boolean; kind: string }> }>(
@@ -204,6 +205,8 @@ describe('tenant configuration over gRPC', () => {
       toolResultMaxChars: 8_000,
       phasesJson: '',
       optionsJson: '',
+      // Which values follow the tenant's defaults is the gateway's to say (from what a PUT left out).
+      fromDefaults: [],
     };
     const { agent: put } = await call('putAgent', {
       context: context('admin'),

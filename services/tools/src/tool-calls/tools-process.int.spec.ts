@@ -2,10 +2,11 @@
 // conversation events it reads off the bus, calls the tenant's webhook once per call, records
 // ToolCallExecuted, and survives a kill -9 in the middle of a webhook call without doing the
 // call's effect twice.
-import type { RecordedEvent } from '@keel/core';
-import { MongoEventStore } from '@keel/core/mongodb';
+import type { EventStore, RecordedEvent } from '@keel/core';
+import { DataKeyring, EventSealer, sealingStore } from '@keel/core';
+import { MongoDataKeyStore, MongoEventStore } from '@keel/core/mongodb';
 import type { ToolCallExecuted, ToolDefinition } from '@keel/events';
-import { SecretBox } from '@keel/runtime';
+import { SecretBox, conversationKeyStream } from '@keel/runtime';
 import type { ProcessHandle } from '@keel/testkit';
 import { eventually, freePort, mongoUrlFor, startProcess, testInfra, uniqueName } from '@keel/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +26,8 @@ const subjectPrefix = `test.${uniqueName('tools')}`;
 const masterKey = SecretBox.generateKey();
 
 let store: MongoEventStore;
+/** The log as the services read it: a tool call's outcome is sealed with its conversation's key. */
+let opened: EventStore;
 let ledger: MongoToolCallLedger;
 let hook: TestWebhook;
 let counter = 0;
@@ -98,7 +101,7 @@ const requestRefund = async (orderId: string) => {
 };
 
 const executed = (toolCallId: string): Promise<RecordedEvent[]> =>
-  store.read(TENANT, `toolcall-${toolCallId}`);
+  opened.read(TENANT, `toolcall-${toolCallId}`);
 
 const outcomeOf = (toolCallId: string, timeoutMs = 20_000) =>
   eventually(
@@ -114,6 +117,11 @@ const requestsFor = (key: string) => hook.requests.filter((r) => r.idempotencyKe
 
 beforeAll(async () => {
   store = await MongoEventStore.connect(mongoUrl);
+  const keyring = new DataKeyring(new MongoDataKeyStore(store.db), Buffer.from(masterKey, 'base64'));
+  opened = sealingStore(
+    store,
+    new EventSealer({ keyring, keyStream: conversationKeyStream, erasureType: 'ConversationDeleted' }),
+  );
   ledger = new MongoToolCallLedger(store.db);
   hook = await startTestWebhook(SECRET);
   hook.reply((request) => {
@@ -156,6 +164,9 @@ describe('the tools service process', () => {
       attempts: 1,
     });
     expect(outcome.metadata.correlationId).toBe('req-1');
+    // As stored, the result is sealed: the log holds no clear copy of it.
+    const [stored] = await store.read(TENANT, `toolcall-${first.toolCallId}`);
+    expect(JSON.stringify(stored!.data)).not.toContain('refunded');
     expect(requestsFor(first.toolCallId)).toHaveLength(1);
     expect(requestsFor(first.toolCallId)[0]).toMatchObject({ signatureValid: true });
     expect(JSON.parse(requestsFor(first.toolCallId)[0]?.body ?? '')).toEqual({
