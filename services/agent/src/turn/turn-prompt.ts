@@ -8,7 +8,6 @@ import { applyContextPolicy } from './context-policy.js';
 import { withFilledInstructions, withMessageContext } from './end-user-prompt.js';
 import { entitiesOf, withKnownEntities } from './working-memory.js';
 import type { Classified } from './intents.js';
-import { classifyIntent } from './intents.js';
 
 /**
  * The prompt of a model call: the conversation as the model sees it, the entities its tool
