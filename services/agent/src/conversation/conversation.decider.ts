@@ -169,7 +169,15 @@ const submitMessage = (command: CommandOf<'SubmitMessage'>, state: Conversation)
   const replacing = replaceFrom === undefined ? {} : { replaceFrom };
   const added: ConversationEvent = {
     type: 'UserMessageAdded',
-    data: { messageId, turnId, content, at, ...replacing, ...(context ? { context } : {}), ...withRequest(request) },
+    data: {
+      messageId,
+      turnId,
+      content,
+      at,
+      ...replacing,
+      ...(context ? { context } : {}),
+      ...withRequest(request),
+    },
   };
   const forUser = user ? { user } : {};
   const intent = intentOf(classified ?? {});

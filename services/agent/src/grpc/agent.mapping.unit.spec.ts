@@ -229,7 +229,12 @@ describe('conversationMessage', () => {
         },
       ],
       pendingClientCalls: [
-        { toolCallId: 't2', tool: 'read_page', argsJson: '{"id":"p1"}', deadline: '2026-01-01T00:01:30.000Z' },
+        {
+          toolCallId: 't2',
+          tool: 'read_page',
+          argsJson: '{"id":"p1"}',
+          deadline: '2026-01-01T00:01:30.000Z',
+        },
       ],
       usage: { promptTokens: 10, completionTokens: 2, costUsd: 0 },
       contextTokens: 10,
