@@ -44,6 +44,8 @@ describe('conversation management (gateway, agent, tools, audit, pricing as proc
   let platform: GatewayPlatform;
   let audit: ProcessHandle;
   let keys: Record<'admin' | 'editor' | 'viewer', string>;
+  /** Another tenant's editor: every conversation of this one is a 404 to it. */
+  let strangerKey: string;
 
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     answerOf(await platform.request(method, path, keys.editor, body, headers));
@@ -91,6 +93,7 @@ describe('conversation management (gateway, agent, tools, audit, pricing as proc
     });
     audit = await startAudit(platform.env, auditPort);
     ({ keys } = await platform.tenantWithKeys('convmanage-a', ['admin', 'editor', 'viewer'] as const));
+    strangerKey = (await platform.tenantWithKeys('convmanage-b', ['editor'] as const)).keys.editor;
     for (const [agentId, extra] of [
       ['plain', {}],
       ['titled', { autoTitle: true }],
@@ -223,6 +226,9 @@ describe('conversation management (gateway, agent, tools, audit, pricing as proc
     expect((await view(a)).version).toBe(got.version);
     const asViewer = await platform.request('PATCH', `/v1/conversations/${a}`, keys.viewer, { title: 'v' });
     expect(asViewer.status).toBe(403);
+    const asStranger = await platform.request('PATCH', `/v1/conversations/${a}`, strangerKey, { title: 's' });
+    expect(asStranger.status).toBe(404);
+    expect((await view(a)).version).toBe(got.version);
 
     const list = async (query: string): Promise<{ ids: string[]; next: string | null }> => {
       const answer = await call('GET', `/v1/conversations?${query}`);
@@ -305,6 +311,10 @@ describe('conversation management (gateway, agent, tools, audit, pricing as proc
       'comment',
     );
     expect((await rate('no-such-message', { rating: 'up' })).status).toBe(404);
+    const feedbackPath = `/v1/conversations/${id}/messages/${answers[1]!.id}/feedback`;
+    const down = { rating: 'down' };
+    expect((await platform.request('POST', feedbackPath, keys.viewer, down)).status).toBe(403);
+    expect((await platform.request('POST', feedbackPath, strangerKey, down)).status).toBe(404);
     expect((await view(id)).version).toBe(rated.version);
 
     await eventually(async () => {
