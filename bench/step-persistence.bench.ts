@@ -405,7 +405,7 @@ export const stepPersistenceBench: Bench = {
             `no relay: a new conversation, a user message, then ${STEPS - 1} steps of RecordModelOutput with one ` +
             `tool call (AssistantMessageCompleted, UsageRecorded, ToolCallRequested) followed by recordToolResult ` +
             `with a ~600-byte JSON result (ToolCallCompleted), and a last step with the final answer ` +
-            `(AssistantMessageCompleted, UsageRecorded, TurnCompleted). Conversation snapshots every 20 events ` +
+            `(AssistantMessageCompleted, UsageRecorded, TurnCompleted). Conversation snapshots every 512 events ` +
             `(conversation.service.ts).`,
           `keel = the step's commands (each: load snapshot + newer events, decide, append with the expected ` +
             `version, snapshot when due); keel, appends only = the step's MongoEventStore.append calls alone. ` +
