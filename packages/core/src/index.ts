@@ -86,8 +86,12 @@ export type {
   EventHandler,
   InMemoryEventBusOptions,
   Inbox,
+  WatchedStreamsOptions,
+  WatchingBus,
+  WatchMark,
 } from './bus/index.js';
 export {
+  WatchedStreams,
   InMemoryDeadLetters,
   InMemoryEphemeralChannel,
   InMemoryEventBus,

@@ -20,6 +20,7 @@ import {
   OutboxRelay,
   SealingEventBus,
   upcastingReads,
+  WatchedStreams,
 } from '@keel/core';
 import { eventUpcasters } from '@keel/events';
 import type { ConversationErasure } from './erasure.js';
@@ -58,6 +59,12 @@ export interface Infrastructure {
    * key of their own (when KEEL_MASTER_KEY is set), and destroying it erases the content.
    */
   readonly erasure: ConversationErasure;
+  /**
+   * The streams this process watches on the bus, shared by its caches of configuration-like
+   * streams (tenant config, defaults, the tenant registry): a cache that is current by it skips
+   * the read of the log's tail (`KEEL_WATCH_MAX_AGE_MS` bounds how long one read vouches).
+   */
+  readonly watched: WatchedStreams;
   readonly kinds: InfrastructureKinds;
   /** What the start found wrong but worked with (logged as warnings too), e.g. another store's stream. */
   readonly warnings?: readonly string[];
@@ -193,6 +200,8 @@ export async function createInfrastructure(
   // The relay publishes commits as stored (sealed); consumers get them opened and upcast.
   const sealedBus = new SealingEventBus(rawBus, sealing.sealer, (event) => upcasters.upcast(event));
   const bus = new TrackingEventBus(sealedBus, { watch: fastPath });
+  const maxAge = readEnv('KEEL_WATCH_MAX_AGE_MS');
+  const watched = new WatchedStreams(bus, maxAge === undefined ? {} : { maxAgeMs: Number(maxAge) });
   const relay = new OutboxRelay({
     store: storage.store,
     bus: sealedBus,
@@ -209,6 +218,7 @@ export async function createInfrastructure(
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
+    watched.close();
     const consumers = await bus.stopConsumers();
     logger.info({ step: 'consumers-drained', consumers }, 'shutdown: consumers drained');
     await relay.stop();
@@ -232,6 +242,7 @@ export async function createInfrastructure(
     leases,
     idempotency,
     erasure: sealing.erasure,
+    watched,
     kinds,
     warnings: streamWarning === undefined ? [] : [streamWarning],
     probe: (timeoutMs) => probeReadiness(store, rawBus, timeoutMs),

@@ -21,6 +21,11 @@ export class TrackingEventBus implements EventBus {
     private readonly options: { watch?: boolean } = {},
   ) {}
 
+  /** Whether `watch` tells anything (watches are off with the fast path). */
+  get watching(): boolean {
+    return this.inner.watch !== undefined && this.options.watch !== false;
+  }
+
   get deadLetters(): DeadLetterStore {
     return this.inner.deadLetters;
   }

@@ -24,3 +24,5 @@ export type {
   EphemeralTopic,
 } from './ephemeral.js';
 export { InMemoryEphemeralChannel, checkEphemeralTopic } from './ephemeral.js';
+export type { WatchedStreamsOptions, WatchingBus, WatchMark } from './watched-streams.js';
+export { WatchedStreams } from './watched-streams.js';

@@ -66,6 +66,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     doc: 'subject prefix: events go to <prefix>.<tenant>.<category>.<stream id>',
   },
   {
+    name: 'KEEL_WATCH_MAX_AGE_MS',
+    kind: ms(0, 600_000),
+    readers: 'all',
+    default: '5000',
+    doc: 'how long a read of a watched configuration stream (tenant config, defaults, registry) vouches for the cache without reading again; changes from other processes arrive on the bus sooner. 0: read every time',
+  },
+  {
     name: 'KEEL_OUTBOX_LEASE_MS',
     kind: ms(500, 600_000),
     readers: 'all',
