@@ -64,10 +64,13 @@ const hookLanesFor = (infra: Infrastructure): HookLaneStore =>
     : new InMemoryHookLaneStore();
 
 /** Hook deliveries (API.md "Hooks"): `KEEL_HOOKS_*` tune retries, leases and polling. */
-const hookDeliveriesFor = (infra: Infrastructure, logger: KeelLogger): HookDeliveries => {
+const hookDeliveriesFor = (
+  infra: Infrastructure,
+  tenants: TenantToolsCache,
+  logger: KeelLogger,
+): HookDeliveries => {
   const log = logger.child({ component: 'hooks' });
   const secrets = secretBoxFromEnv(log);
-  const tenants = new TenantToolsCache(infra.store);
   return new HookDeliveries(
     {
       store: infra.store,
@@ -88,15 +91,32 @@ const hookDeliveriesFor = (infra: Infrastructure, logger: KeelLogger): HookDeliv
 };
 
 /**
+ * Tenants' tools and hooks, one cache for the calls and the hook deliveries of this process: a
+ * tenant is read when the bus says its configuration changed, not at every lookup (see
+ * TenantToolsCache for the trade-off).
+ */
+const TENANT_TOOLS = Symbol('TenantToolsCache');
+
+/**
  * The tools service: executes the tool calls of conversations once (ToolCallConsumer) and
  * records their outcomes as `ToolCallExecuted`; serves gRPC health and reflection.
  */
 @Module({
   providers: [
     {
+      provide: TENANT_TOOLS,
+      inject: [KEEL_INFRA],
+      useFactory: (infra: Infrastructure) => new TenantToolsCache(infra.store, { watched: infra.watched }),
+    },
+    {
       provide: ToolCallConsumer,
-      inject: [KEEL_INFRA, KEEL_LOGGER, { token: KEEL_SERVICE_METRICS, optional: true }],
-      useFactory: (infra: Infrastructure, logger: KeelLogger, metrics: ServiceMetrics | undefined) => {
+      inject: [KEEL_INFRA, TENANT_TOOLS, KEEL_LOGGER, { token: KEEL_SERVICE_METRICS, optional: true }],
+      useFactory: (
+        infra: Infrastructure,
+        tenantTools: TenantToolsCache,
+        logger: KeelLogger,
+        metrics: ServiceMetrics | undefined,
+      ) => {
         const log = logger.child({ component: 'tool-calls' });
         const secrets = secretBoxFromEnv(log);
         const ackWaitMs = ackWaitFromEnv();
@@ -113,7 +133,7 @@ const hookDeliveriesFor = (infra: Infrastructure, logger: KeelLogger): HookDeliv
             }),
             // MCP servers are tenant URLs too: the same egress policy.
             mcp: new McpExecutor({ egress: egressPolicyFromEnv() }),
-            tenantTools: new TenantToolsCache(infra.store),
+            tenantTools,
             ...(secrets ? { secrets } : {}),
             ...(metrics ? { metrics } : {}),
             logger: log,
@@ -124,8 +144,9 @@ const hookDeliveriesFor = (infra: Infrastructure, logger: KeelLogger): HookDeliv
     },
     {
       provide: HookDeliveries,
-      inject: [KEEL_INFRA, KEEL_LOGGER],
-      useFactory: (infra: Infrastructure, logger: KeelLogger) => hookDeliveriesFor(infra, logger),
+      inject: [KEEL_INFRA, TENANT_TOOLS, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, tenants: TenantToolsCache, logger: KeelLogger) =>
+        hookDeliveriesFor(infra, tenants, logger),
     },
   ],
 })

@@ -73,3 +73,25 @@ describe('MongoDB tool-call ledger', () => {
     });
   });
 });
+
+describe('MongoDB tool-call ledger round trips', () => {
+  it('claims a call with one insert and records its outcome with one more; only a duplicate claim reads', async () => {
+    const client = await new MongoClient(url, { monitorCommands: true }).connect();
+    clients.push(client);
+    const commands: string[] = [];
+    client.on('commandStarted', (started) => {
+      const collection = started.command[started.commandName] as unknown;
+      commands.push(`${started.commandName} ${String(collection).replace(/^.*?_tool/, 'tool')}`);
+    });
+    const ledger = new MongoToolCallLedger(client.db(), { collectionPrefix: `${uniqueName('rt')}_` });
+    const key = { tenantId: 'acme', toolCallId: 'call_1' };
+    expect((await ledger.begin(key, { conversationId: 'conv-1', name: 'get_weather' })).state).toBe('new');
+    await ledger.complete(key, { ok: true, result: 1, attempts: 1, durationMs: 5 });
+    expect(commands).toEqual(['insert tool_calls', 'insert tool_call_outcomes']);
+    commands.length = 0;
+    expect((await ledger.begin(key, { conversationId: 'conv-1', name: 'get_weather' })).state).toBe(
+      'completed',
+    );
+    expect(commands).toEqual(['insert tool_calls', 'find tool_calls', 'find tool_call_outcomes']);
+  });
+});

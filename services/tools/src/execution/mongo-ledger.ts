@@ -49,7 +49,8 @@ const ERASED_OUTCOME: ToolOutcome = {
 /**
  * The production ledger on MongoDB or FerretDB 1.24. Both transitions are inserts that the `_id`
  * index lets succeed once: `begin` inserts the call, `complete` inserts its outcome; a duplicate
- * key means another caller was first, and its document is read back. No update is ever used:
+ * key means another caller was first, and its document is read back (only then: a first `begin`
+ * and the `complete` after it are one round trip each). No update is ever used:
  * FerretDB 1.24 applies concurrent conditional updates of one document non-atomically (several
  * `updateOne({ _id, state: 'in-flight' })` all match, `$inc`s get lost — measured), which would let
  * a late completion overwrite the first outcome. No transactions, no change streams, no index
@@ -60,6 +61,12 @@ export class MongoToolCallLedger implements ToolCallLedger {
   readonly #outcomes: Collection<ToolOutcomeDocument>;
   readonly #now: () => Date;
   readonly #sealing: OutcomeSealing | undefined;
+  /**
+   * The call documents this process began (or found begun), until their `complete`: a call's
+   * document is written once and never changed or deleted, so this copy is what `complete` would
+   * read back. Bounded; a call not here (begun elsewhere, or evicted) is read.
+   */
+  readonly #begun = new Map<string, ToolCallDocument>();
 
   constructor(
     db: Db,
@@ -84,6 +91,7 @@ export class MongoToolCallLedger implements ToolCallLedger {
     };
     try {
       await this.#calls.insertOne(call);
+      this.#remember(call);
       return { state: 'new', record: toRecord(call) };
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
@@ -91,12 +99,14 @@ export class MongoToolCallLedger implements ToolCallLedger {
     const record = await this.#read(_id);
     if (!record)
       throw new UnavailableError(`tool call ${key.toolCallId} is in the ledger but could not be read`);
+    if (record.state === 'in-flight') this.#remember(documentOf(_id, record));
     return { state: record.state, record };
   }
 
   async complete(key: ToolCallKey, outcome: ToolOutcome): Promise<ToolCallRecord> {
     const _id = ledgerId(key);
-    const call = await this.#calls.findOne({ _id });
+    const call = this.#begun.get(_id) ?? (await this.#calls.findOne({ _id }));
+    this.#begun.delete(_id);
     if (!call) throw notBegun(key);
     const text = JSON.stringify(outcome);
     const stored = this.#sealing ? await this.#sealing.seal(key.tenantId, call.conversationId, text) : text;
@@ -131,6 +141,11 @@ export class MongoToolCallLedger implements ToolCallLedger {
     return toRecord(call, outcome ? await this.#opened(call, outcome) : undefined);
   }
 
+  #remember(call: ToolCallDocument): void {
+    this.#begun.set(call._id, call);
+    if (this.#begun.size > MAX_BEGUN) this.#begun.delete(this.#begun.keys().next().value!);
+  }
+
   /** The outcome document with its text opened (the erased outcome once the conversation is deleted). */
   async #opened(call: ToolCallDocument, document: ToolOutcomeDocument): Promise<ToolOutcomeDocument> {
     if (!this.#sealing) return document;
@@ -138,6 +153,18 @@ export class MongoToolCallLedger implements ToolCallLedger {
     return { ...document, outcome: text ?? JSON.stringify(ERASED_OUTCOME) };
   }
 }
+
+/** Calls begun here whose documents are kept for their `complete` (a call that never completes here is evicted). */
+const MAX_BEGUN = 4096;
+
+const documentOf = (_id: string, record: ToolCallRecord): ToolCallDocument => ({
+  _id,
+  tenantId: record.tenantId,
+  toolCallId: record.toolCallId,
+  conversationId: record.conversationId,
+  name: record.name,
+  createdAt: record.createdAt,
+});
 
 const toRecord = ({ _id: _key, ...call }: ToolCallDocument, outcome?: ToolOutcomeDocument): ToolCallRecord =>
   outcome

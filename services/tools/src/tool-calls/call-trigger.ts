@@ -74,6 +74,16 @@ export const triggerOf = (event: RecordedEvent): CallTrigger | undefined => {
   return undefined;
 };
 
+/**
+ * Whether a delivery of a trigger may find its call's outcome already recorded, so the log is
+ * worth asking before anything else: a redelivery, or an operator's replay. A first delivery is
+ * the first time this consumer sees the event (a duplicate published past the bus's window is the
+ * rare exception, and the ledger and the `no_stream` append still keep it from running or being
+ * recorded twice).
+ */
+export const outcomeMayBeRecorded = (delivery: { deliveryCount: number; replayOf?: string }): boolean =>
+  delivery.deliveryCount > 1 || delivery.replayOf !== undefined;
+
 /** The event as a requested call, when it is a well-formed `ToolCallRequested`. */
 export const requestedCall = (event: RecordedEvent): RequestedCall | undefined => {
   if (event.type !== 'ToolCallRequested') return undefined;

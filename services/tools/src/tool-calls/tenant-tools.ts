@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent } from '@keel/core';
+import type { EventStore, RecordedEvent, WatchedStreams } from '@keel/core';
 import { isEvent, streamName } from '@keel/core';
 import type {
   HookConfigured,
@@ -142,38 +142,73 @@ const resolveMcpTool = (name: string, tenant: TenantTools): ResolvedTool | undef
 /** Built-ins run in process and finish at once; the field only matters to webhooks. */
 const BUILTIN_TIMEOUT_MS = 10_000;
 
+/** What the cache asks of the process's `WatchedStreams` (infra.watched). */
+export type TenantWatch = Pick<WatchedStreams, 'watch' | 'verified' | 'isCurrentAt'>;
+
 /**
  * Tenants' tool configuration, folded from `tenantconfig-<tenantId>` and cached per tenant with
- * the version it was folded to. Every lookup reads the events after that version (usually none),
- * so a tool changed a moment ago is seen by the next call, on every instance.
+ * the version it was folded to.
+ *
+ * With `watched` (the process's WatchedStreams), a cached fold is used without any read while the
+ * bus vouches for it (`isCurrentAt`: the stream was watched before the fold's last read, no newer
+ * event has arrived since, and that read is younger than the watch's max age); otherwise the
+ * events after the cached version are read (usually none). The trade-off: a tool changed through
+ * another instance (the agent service writes this stream) is used once its event arrives on the
+ * bus — a millisecond or two after its commit, by the writer's fast publish or else the relay —
+ * not by the very next lookup; a publish missed while NATS was unreachable delays it by at most the
+ * max age. Lookups of one tenant that overlap then share one read. Without `watched` every lookup
+ * reads the tail, so a change is seen by the next lookup.
  */
 export class TenantToolsCache {
   readonly #store: EventStore;
+  readonly #watched: TenantWatch | undefined;
   readonly #maxTenants: number;
   readonly #cache = new Map<string, TenantTools>();
+  readonly #loading = new Map<string, Promise<TenantTools>>();
 
-  constructor(store: EventStore, options: { maxTenants?: number } = {}) {
+  constructor(store: EventStore, options: { maxTenants?: number; watched?: TenantWatch } = {}) {
     this.#store = store;
+    this.#watched = options.watched;
     this.#maxTenants = Math.max(1, options.maxTenants ?? 1000);
   }
 
-  /** The tenant's configuration as of now. */
-  async get(tenantId: string): Promise<TenantTools> {
+  /** The tenant's configuration as of now (see the class comment for what "now" means). */
+  get(tenantId: string): Promise<TenantTools> {
+    const cached = this.#cache.get(tenantId);
+    const stream = streamName(TENANT_CONFIG_CATEGORY, tenantId);
+    if (cached && this.#watched?.isCurrentAt(tenantId, stream, cached.version)) {
+      this.#remember(tenantId, cached);
+      return Promise.resolve(cached);
+    }
+    if (!this.#watched) return this.#load(tenantId, stream);
+    const loading = this.#loading.get(tenantId);
+    if (loading) return loading;
+    const load = this.#load(tenantId, stream).finally(() => this.#loading.delete(tenantId));
+    this.#loading.set(tenantId, load);
+    return load;
+  }
+
+  /** Watches the stream, then reads the events after the cached version and folds them. */
+  async #load(tenantId: string, stream: string): Promise<TenantTools> {
+    const mark = await this.#watched?.watch(tenantId, stream);
     const cached = this.#cache.get(tenantId) ?? emptyTenantTools();
-    const newer = await this.#store.read(tenantId, streamName(TENANT_CONFIG_CATEGORY, tenantId), {
-      fromVersion: cached.version + 1,
-    });
-    // Another lookup of the same tenant may have folded further meanwhile: keep the newest.
+    const newer = await this.#store.read(tenantId, stream, { fromVersion: cached.version + 1 });
+    // Another lookup of the same tenant (without `watched`) may have folded further meanwhile.
     const current = this.#cache.get(tenantId);
     let state = current && current.version > cached.version ? current : cached;
     for (const event of newer) if (event.version > state.version) state = evolveTenantTools(state, event);
-    // Re-inserting keeps the map in least-recently-used order; the oldest entry goes first.
+    this.#watched?.verified(tenantId, stream, newer.at(-1)?.version ?? cached.version, mark);
+    this.#remember(tenantId, state);
+    return state;
+  }
+
+  /** Re-inserting keeps the map in least-recently-used order; the oldest entry goes first. */
+  #remember(tenantId: string, state: TenantTools): void {
     this.#cache.delete(tenantId);
     this.#cache.set(tenantId, state);
     if (this.#cache.size > this.#maxTenants) {
       const oldest = this.#cache.keys().next();
       if (!oldest.done) this.#cache.delete(oldest.value);
     }
-    return state;
   }
 }

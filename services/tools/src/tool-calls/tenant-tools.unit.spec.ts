@@ -1,5 +1,5 @@
 import type { ReadStreamOptions } from '@keel/core';
-import { InMemoryEventStore } from '@keel/core';
+import { InMemoryEventBus, InMemoryEventStore, WatchedStreams } from '@keel/core';
 import type { SealedSecret, ToolDefinition } from '@keel/events';
 import { describe, expect, it } from 'vitest';
 import { TenantToolsCache, emptyTenantTools, resolveTool } from './tenant-tools.js';
@@ -74,6 +74,33 @@ describe('tenant tools', () => {
     ]);
     expect(resolveTool('lookup', await cache.get('acme'))?.definition.approval).toBe('always');
     expect(reads).toEqual([{ fromVersion: 1 }, { fromVersion: 2 }, { fromVersion: 2 }]);
+  });
+
+  it('with a watched stream, reads nothing while the bus tells of no change, and reads again once it does', async () => {
+    const store = new InMemoryEventStore();
+    const bus = new InMemoryEventBus({ logger: { warn: () => {}, error: () => {} } });
+    const reads: (ReadStreamOptions | undefined)[] = [];
+    const read = store.read.bind(store);
+    store.read = (tenantId, stream, options) => {
+      reads.push(options);
+      return read(tenantId, stream, options);
+    };
+    const cache = new TenantToolsCache(store, { watched: new WatchedStreams(bus) });
+    await config(store, 'acme', [{ type: 'ToolConfigured', data: { tool: tool('lookup'), at: 'now' } }]);
+    const [first, second] = await Promise.all([cache.get('acme'), cache.get('acme')]);
+    expect(second).toBe(first);
+    await cache.get('acme');
+    await cache.get('acme');
+    expect(reads).toEqual([{ fromVersion: 1 }]);
+    // Another instance changes the tool; its commit reaches this process on the bus.
+    const changed = await config(store, 'acme', [
+      { type: 'ToolConfigured', data: { tool: tool('lookup', { approval: 'always' }), at: 'now' } },
+    ]);
+    await bus.publish(changed.events);
+    expect(resolveTool('lookup', await cache.get('acme'))?.definition.approval).toBe('always');
+    await cache.get('acme');
+    expect(reads).toEqual([{ fromVersion: 1 }, { fromVersion: 2 }]);
+    await bus.close();
   });
 
   it('keeps tenants apart', async () => {

@@ -20,7 +20,7 @@ import type {
   ToolOutcome,
 } from '../execution/index.js';
 import type { CallTrigger, RequestedCall } from './call-trigger.js';
-import { findRequest, requestedCall, skipReason, triggerOf } from './call-trigger.js';
+import { findRequest, outcomeMayBeRecorded, requestedCall, skipReason, triggerOf } from './call-trigger.js';
 import { recordToolCallExecuted } from './record-outcome.js';
 import type { RunningCall } from './running-calls.js';
 import { RunningCalls } from './running-calls.js';
@@ -142,7 +142,8 @@ export class ToolCallConsumer {
     }
   }
 
-  async #onEvent({ event }: Delivery): Promise<void> {
+  async #onEvent(delivery: Delivery): Promise<void> {
+    const { event } = delivery;
     const trigger = triggerOf(event);
     if (!trigger) return;
     if (this.#stopping)
@@ -152,7 +153,7 @@ export class ToolCallConsumer {
     for (let earlier = this.#running.get(key); earlier; earlier = this.#running.get(key)) {
       await earlier.catch(() => undefined);
     }
-    const run = this.#run(event, trigger);
+    const run = this.#run(event, trigger, outcomeMayBeRecorded(delivery));
     this.#running.set(key, run);
     try {
       await run;
@@ -161,7 +162,7 @@ export class ToolCallConsumer {
     }
   }
 
-  async #run(event: RecordedEvent, trigger: CallTrigger): Promise<void> {
+  async #run(event: RecordedEvent, trigger: CallTrigger, askLogFirst: boolean): Promise<void> {
     const { tenantId } = event;
     const conversationId = parseStreamName(event.streamName).id;
     const { toolCallId, turnId } = trigger;
@@ -175,7 +176,7 @@ export class ToolCallConsumer {
     const running = this.#runningCalls.add(tenantId, conversationId, turnId);
     let call: RequestedCall | undefined;
     try {
-      call = await this.#callToRun(event, toolCallId, log);
+      call = await this.#callToRun(event, toolCallId, askLogFirst, log);
       if (!call) return;
       const outcome = await this.#execute(tenantId, conversationId, call, trigger, running, log);
       await this.#record(event, conversationId, call, outcome, log);
@@ -192,14 +193,20 @@ export class ToolCallConsumer {
     }
   }
 
-  /** The requested call when it is still to run: no outcome recorded yet, found, and not skipped. */
+  /**
+   * The requested call when it is still to run: found, and not skipped. A redelivery first asks
+   * the log whether the outcome is recorded (then nothing more is read); a first delivery does
+   * not — should it be a late duplicate, the ledger answers the recorded outcome and the
+   * `no_stream` append finds it recorded, so nothing runs or is recorded twice.
+   */
   async #callToRun(
     event: RecordedEvent,
     toolCallId: string,
+    askLogFirst: boolean,
     log: KeelLogger,
   ): Promise<RequestedCall | undefined> {
     const outcomeStream = streamName(TOOL_CALL_CATEGORY, toolCallId);
-    if ((await this.#deps.store.streamVersion(event.tenantId, outcomeStream)) > 0) {
+    if (askLogFirst && (await this.#deps.store.streamVersion(event.tenantId, outcomeStream)) > 0) {
       log.debug({ trigger: event.type }, 'tool call outcome already recorded');
       return undefined;
     }
