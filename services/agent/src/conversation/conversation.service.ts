@@ -21,7 +21,7 @@ import type {
 } from '../conversation-index/conversation-index.js';
 import type { ConversationCommand, IfBusy } from './conversation.commands.js';
 import { ConversationConflictError, conversationDecider } from './conversation.decider.js';
-import type { Conversation, PendingClientCall } from './conversation.state.js';
+import type { Conversation, PendingClientCall, TurnToolCall } from './conversation.state.js';
 import { acceptedRequest, pendingClientCalls } from './conversation.state.js';
 import { classifyIntent } from '../turn/intents.js';
 import { withDefaults } from '../models/agent-defaults.js';
@@ -154,6 +154,22 @@ const turnStartOf = (
   return { agent: snapshot, classified: { intent: matched.intent.name, confidence: matched.confidence } };
 };
 
+/** A message as sent: its fields, its context parsed, the end user it speaks for. */
+interface Message {
+  content: string;
+  ifBusy?: IfBusy;
+  replaceFrom?: string;
+  context: ReturnType<typeof contextOf>;
+  user: ReturnType<typeof endUserOf>;
+}
+
+/** An answer decided on a remembered state that only a fresh load may give (see `send`). */
+class Unconfirmed extends Error {
+  constructor() {
+    super('decided on a remembered state: to be confirmed on a fresh load');
+  }
+}
+
 const sameRequestConflict = (): ConversationConflictError =>
   new ConversationConflictError('Idempotency-Key was already used with a different request', {
     field: 'Idempotency-Key',
@@ -234,6 +250,11 @@ export class ConversationService {
    * just before the message (every event of the turn comes after it). With `request` (an
    * Idempotency-Key) the conversation's log answers a retry: the first request's turn and
    * version, with nothing appended, nothing reserved and no second turn run.
+   *
+   * When this process remembers the conversation, the message is decided on that state with no
+   * read: its append at that version is the check (a log that moved refuses it, and it is
+   * decided again on a fresh load). What the remembered state alone would answer (not found, a
+   * replay, a conflict, a refusal) is never answered from it: it is asked again of a fresh load.
    */
   async send(
     ctx: CallContext,
@@ -247,41 +268,23 @@ export class ConversationService {
     },
     request?: AcceptedRequest,
   ): Promise<{ turnId: string; version: number }> {
-    const context = contextOf(input.contextJson ?? '');
-    const user = endUserOf(ctx.userId, input.userRole ?? '');
-    const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
-    if (state.status === 'new') throw new NotFoundError('conversation not found');
-    const replayed = request && this.acceptedTurn(state, request);
-    if (replayed) return replayed;
-    const defaults = (await this.options.defaults?.load(ctx.tenantId)) ?? {};
-    const agent = withDefaults(await this.agent(ctx.tenantId, state.agentId), defaults);
-    checkContext(context, agent.options?.contextSchema);
-    const turnId = uuidv7();
-    const command: Extract<ConversationCommand, { type: 'SubmitMessage' }> = {
-      type: 'SubmitMessage',
-      turnId,
-      messageId: uuidv7(),
+    const message: Message = {
       content: input.content,
-      ifBusy: input.ifBusy ?? 'reject',
-      ...turnStartOf(input.content, agent),
-      role: ctx.role,
-      by: ctx.userId,
+      ...(input.ifBusy ? { ifBusy: input.ifBusy } : {}),
       ...(input.replaceFrom ? { replaceFrom: input.replaceFrom } : {}),
-      ...(context ? { context } : {}),
-      user,
-      ...(request ? { request } : {}),
-      at: this.clock(),
+      context: contextOf(input.contextJson ?? ''),
+      user: endUserOf(ctx.userId, input.userRole ?? ''),
     };
-    try {
-      const submitted = await this.admitted(ctx, conversationId, state, command);
-      const added = submitted.events.find((e) => e.type === 'UserMessageAdded');
-      // The version just before the message (after an interrupt's cancellation of the turn before).
-      return { turnId, version: (added?.version ?? submitted.version) - 1 };
-    } catch (error) {
-      // A retry that raced the first request and lost: the log has the first one's turn now.
-      if (error instanceof AlreadyAccepted && request) return this.acceptedTurn(error.state, request)!;
-      throw error;
+    const remembered = this.handler.remembered(ctx.tenantId, this.stream(conversationId));
+    if (remembered) {
+      try {
+        return await this.submit(ctx, conversationId, { ...remembered, fresh: false }, message, request);
+      } catch (error) {
+        if (!(error instanceof Unconfirmed)) throw error;
+      }
     }
+    const loaded = await this.handler.load(ctx.tenantId, this.stream(conversationId));
+    return this.submit(ctx, conversationId, { ...loaded, fresh: true }, message, request);
   }
 
   async decideApproval(
@@ -340,10 +343,9 @@ export class ConversationService {
     input: { toolCallId: string; ok: boolean; result?: unknown; error?: EventError },
     checkResult: (tool: string, result: unknown) => Promise<void>,
   ): Promise<{ toolCallId: string }> {
-    const { state } = await this.handler.load(ctx.tenantId, this.stream(conversationId));
-    const call = state.turn?.toolCalls.find((c) => c.toolCallId === input.toolCallId);
-    if (call?.executor === 'client' && call.state === 'requested' && input.ok) {
-      await checkResult(call.name, input.result);
+    if (input.ok) {
+      const call = await this.requestedClientCall(ctx.tenantId, conversationId, input.toolCallId);
+      if (call) await checkResult(call.name, input.result);
     }
     await this.run(ctx, conversationId, {
       type: 'SubmitToolResult',
@@ -352,6 +354,28 @@ export class ConversationService {
       at: this.clock(),
     });
     return { toolCallId: input.toolCallId };
+  }
+
+  /**
+   * The client call `toolCallId` when the conversation waits for its answer. As this process
+   * remembers it when that says so, with no read (a state can only be behind the log: a call it
+   * shows requested was requested; if answered since, the decider refuses the answer); else as
+   * the log has it now (the call may have been requested elsewhere).
+   */
+  private async requestedClientCall(
+    tenantId: string,
+    conversationId: string,
+    toolCallId: string,
+  ): Promise<TurnToolCall | undefined> {
+    const requested = (state: Conversation | undefined) =>
+      state?.turn?.toolCalls.find(
+        (c) => c.toolCallId === toolCallId && c.executor === 'client' && c.state === 'requested',
+      );
+    const stream = this.stream(conversationId);
+    return (
+      requested(this.handler.remembered(tenantId, stream)?.state) ??
+      requested((await this.handler.load(tenantId, stream)).state)
+    );
   }
 
   /** Records a tool's outcome (from the tools service's ToolCallExecuted event). */
@@ -500,6 +524,64 @@ export class ConversationService {
   }
 
   /**
+   * Sends `message` decided on `on.state`. On a state not `fresh` (remembered), an answer that
+   * state alone would give throws Unconfirmed instead (the caller asks a fresh load); an append
+   * that succeeds, or an answer decided after a refused append, is the log's own.
+   */
+  private async submit(
+    ctx: CallContext,
+    conversationId: string,
+    on: { state: Conversation; fresh: boolean },
+    message: Message,
+    request: AcceptedRequest | undefined,
+  ): Promise<{ turnId: string; version: number }> {
+    const { state, fresh } = on;
+    const accepted = request && acceptedRequest(state, request.key);
+    if (!fresh && (state.status === 'new' || accepted)) throw new Unconfirmed();
+    if (state.status === 'new') throw new NotFoundError('conversation not found');
+    const replayed = request && this.acceptedTurn(state, request);
+    if (replayed) return replayed;
+    const command = await this.messageCommand(ctx, state.agentId, message, request);
+    try {
+      const submitted = await this.admitted(ctx, conversationId, on, command);
+      const added = submitted.events.find((e) => e.type === 'UserMessageAdded');
+      // The version just before the message (after an interrupt's cancellation of the turn before).
+      return { turnId: command.turnId, version: (added?.version ?? submitted.version) - 1 };
+    } catch (error) {
+      // A retry that raced the first request and lost: the log has the first one's turn now.
+      if (error instanceof AlreadyAccepted && request) return this.acceptedTurn(error.state, request)!;
+      throw error;
+    }
+  }
+
+  /** The SubmitMessage command: a new turn with the agent as the tenant's defaults complete it now. */
+  private async messageCommand(
+    ctx: CallContext,
+    agentId: string,
+    message: Message,
+    request: AcceptedRequest | undefined,
+  ): Promise<Extract<ConversationCommand, { type: 'SubmitMessage' }>> {
+    const defaults = (await this.options.defaults?.load(ctx.tenantId)) ?? {};
+    const agent = withDefaults(await this.agent(ctx.tenantId, agentId), defaults);
+    checkContext(message.context, agent.options?.contextSchema);
+    return {
+      type: 'SubmitMessage',
+      turnId: uuidv7(),
+      messageId: uuidv7(),
+      content: message.content,
+      ifBusy: message.ifBusy ?? 'reject',
+      ...turnStartOf(message.content, agent),
+      role: ctx.role,
+      by: ctx.userId,
+      ...(message.replaceFrom ? { replaceFrom: message.replaceFrom } : {}),
+      ...(message.context ? { context: message.context } : {}),
+      user: message.user,
+      ...(request ? { request } : {}),
+      at: this.clock(),
+    };
+  }
+
+  /**
    * Submits a message within the tenant's budget. Bad input and a busy conversation (`ifBusy:
    * reject`) are refused by the decider before anything is reserved; the turn is then reserved,
    * and a submit that still fails (a race with another message) releases its reservation. The
@@ -508,7 +590,7 @@ export class ConversationService {
   private async admitted(
     ctx: CallContext,
     conversationId: string,
-    state: Conversation,
+    on: { state: Conversation; fresh: boolean },
     command: Extract<ConversationCommand, { type: 'SubmitMessage' }>,
   ) {
     const budgets = this.options.budgets;
@@ -518,7 +600,13 @@ export class ConversationService {
       return handled;
     };
     if (!budgets) return submit();
-    conversationDecider.decide(command, state);
+    try {
+      conversationDecider.decide(command, on.state);
+    } catch (error) {
+      // A refusal on a remembered state may be stale (a turn since ended elsewhere): ask the log.
+      if (!on.fresh) throw new Unconfirmed();
+      throw error;
+    }
     return budgets.admit(
       {
         tenantId: ctx.tenantId,

@@ -89,6 +89,16 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
   }
 
   /**
+   * The state this process remembers, a copy, at whatever version it last saw (the log may have
+   * moved on since); undefined when it remembers none. For a decision whose append at that
+   * version is the check: an answer it alone would give must be confirmed on a fresh `load`.
+   */
+  remembered(tenantId: string, streamName: string): { state: State; version: number } | undefined {
+    const cached = this.cache.get(cacheKey(tenantId, streamName));
+    return cached && { state: structuredClone(cached.state), version: cached.version };
+  }
+
+  /**
    * Handles a command. When this process remembers the stream, it decides on the remembered
    * state and appends at once, with no read: the append's expected version is the check (a
    * stream that moved meanwhile refuses it, and the command is handled again on a fresh load).
