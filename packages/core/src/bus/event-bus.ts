@@ -128,8 +128,10 @@ export interface EventBus {
   readonly ephemeral: EphemeralChannel;
   /**
    * Tells `onEvent` about each event of one stream as it is published from now on (a live view,
-   * not a consumer: no ack, no redelivery, missed while not listening, duplicates possible). A
-   * reader of the log uses it to know when to read again, never as a source of events.
+   * not a consumer: no ack, no redelivery, missed while not listening, duplicates possible,
+   * commits of two writers in either order). A reader of the log uses it to know when to read
+   * again; the only event it may take from it instead of the log is the one whose version
+   * directly follows what it has (a published event is committed, and versions are dense).
    */
   watch?(
     stream: { tenantId: string; streamName: string },

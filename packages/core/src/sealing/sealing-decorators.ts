@@ -76,8 +76,8 @@ const sealingSnapshots = (snapshots: SnapshotStore, sealer: EventSealer): Snapsh
  * The bus, what is published sealed (events of sealed streams not sealed yet are sealed on the way,
  * so the JetStream stream retains ciphertext only) and what consumers get opened, then passed
  * through `afterOpen` (the upcasters): a consumer sees the events as written, in their current
- * shape, or ERASED_EVENT_TYPE. Dead letters keep the event sealed (see sealingDeadLetters). `watch` passes the
- * published events as they are (a wake-up, not a source of events).
+ * shape, or ERASED_EVENT_TYPE. Dead letters keep the event sealed (see sealingDeadLetters). `watch`
+ * opens what it can without fetching a key (see there).
  */
 export class SealingEventBus implements EventBus {
   constructor(
@@ -113,8 +113,22 @@ export class SealingEventBus implements EventBus {
     });
   }
 
+  /**
+   * Each published event of one stream, opened with a key this process holds already and upcast,
+   * as a read of the log returns it; an event whose key is not held (nor fetched here: the
+   * callback is synchronous) is passed as published, sealed: a watcher that needs its content
+   * reads the log.
+   */
   get watch(): EventBus['watch'] {
-    return this.inner.watch?.bind(this.inner);
+    const watch = this.inner.watch?.bind(this.inner);
+    return (
+      watch &&
+      ((stream, onEvent) =>
+        watch(stream, (event) => {
+          const opened = this.sealer.openHeld([event])?.[0];
+          onEvent(opened === undefined ? event : this.afterOpen(opened));
+        }))
+    );
   }
 
   get pending(): EventBus['pending'] {

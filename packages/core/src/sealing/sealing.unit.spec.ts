@@ -67,6 +67,40 @@ describe('SealingEventBus', () => {
   });
 });
 
+describe('SealingEventBus watch', () => {
+  it('hands a watcher the events opened and lifted with a key held here, sealed while the key is not held', async () => {
+    const keyring = new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32));
+    const sealer = new EventSealer({
+      keyring,
+      keyStream: ({ streamName }) => (streamName.startsWith('chat-') ? streamName : undefined),
+      erasureType: 'StreamErased',
+    });
+    const inner = new InMemoryEventBus();
+    const bus = new SealingEventBus(inner, sealer, (e) => ({ ...e, metadata: { lifted: true } }));
+    const seen: RecordedEvent[] = [];
+    const watching = bus.watch!({ tenantId: 'acme', streamName: 'chat-9' }, (e) => seen.push(e));
+    // Sealed by another process: this one's keyring has not fetched the key yet.
+    const other = new EventSealer({
+      keyring: new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32)),
+      keyStream: ({ streamName }) => streamName,
+      erasureType: 'StreamErased',
+    });
+    await inner.publish(await other.sealRecorded([event(1, 'Said', { text: 'not held', at: 'x' })]));
+    await bus.publish([event(2, 'Said', { text: 'held words', at: 'y' })]);
+    await expect.poll(() => seen.length).toBe(2);
+
+    expect(JSON.stringify(seen[0])).not.toMatch(/not held/);
+    expect(seen[0]!.metadata).toEqual({});
+    expect(seen[1]).toMatchObject({
+      version: 2,
+      data: { text: 'held words', at: 'y' },
+      metadata: { lifted: true },
+    });
+    watching.unsubscribe();
+    await bus.close();
+  });
+});
+
 describe('sealed dead letters', () => {
   it('stores a dead-lettered (opened) event sealed; its replay reaches the consumer opened, erased once the key is gone', async () => {
     const keyring = new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32));

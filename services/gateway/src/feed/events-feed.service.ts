@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { EventBus, WatchingBus } from '@keel/core';
 import { NotFoundError, streamName, ValidationError } from '@keel/core';
 import { CONVERSATION_CATEGORY } from '@keel/events';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
@@ -64,15 +65,19 @@ export class EventsFeedService implements BeforeApplicationShutdown {
     return stream;
   }
 
-  /** Where feeds read: this process's store and ephemeral channel, at the configured poll interval. */
+  /**
+   * Where feeds read: this process's store and ephemeral channel, at the configured poll interval,
+   * and the bus's watch when it tells anything (not with the fast path off: feeds then poll at
+   * `pollMs`, not at the watched interval).
+   */
   sources(): FeedSources {
-    const bus = this.infra.bus;
+    const bus: EventBus & WatchingBus = this.infra.bus;
     return {
       store: this.infra.store,
       ephemeral: bus.ephemeral,
       pollMs: this.settings.pollMs,
       ...(this.settings.watchedPollMs ? { watchedPollMs: this.settings.watchedPollMs } : {}),
-      ...(bus.watch ? { watch: bus.watch.bind(bus) } : {}),
+      ...(bus.watch && bus.watching !== false ? { watch: bus.watch.bind(bus) } : {}),
     };
   }
 

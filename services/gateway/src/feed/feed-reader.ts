@@ -1,4 +1,5 @@
 import type { AppendWatch, EphemeralChannel, EventBus, EventStore, RecordedEvent } from '@keel/core';
+import { SEALED_FIELD } from '@keel/core';
 import type { FeedFrame } from './feed-frames.js';
 import { durableFrame, ephemeralFrame, ephemeralVersion } from './feed-frames.js';
 
@@ -18,7 +19,9 @@ export interface FeedSources {
   maxQueuedDeltas?: number;
   /**
    * The bus's live view of the stream's published events (any process's commits, published as
-   * soon as they are durable): a version not yielded yet wakes the reader to read the log.
+   * soon as they are durable, opened when this process holds the stream's key): the event that
+   * directly follows the last one yielded is yielded as it is; any other version not yielded yet
+   * (a gap, content still sealed) wakes the reader to read the log.
    */
   watch?: EventBus['watch'];
 }
@@ -39,21 +42,41 @@ export interface FeedTarget {
   after: number;
 }
 
+/**
+ * Whether an event seen on the bus's watch may be yielded as the log would return it: the feed's
+ * own tenant and stream (the watch is per tenant and stream; checked again), a version, and
+ * content opened (an event whose key this process does not hold yet comes sealed).
+ */
+export const usableWatchedEvent = (
+  event: RecordedEvent,
+  { tenantId, streamName }: Pick<FeedTarget, 'tenantId' | 'streamName'>,
+): boolean =>
+  event.tenantId === tenantId &&
+  event.streamName === streamName &&
+  Number.isSafeInteger(event.version) &&
+  !(typeof event.data === 'object' && event.data !== null && Object.hasOwn(event.data, SEALED_FIELD));
+
 /** Deltas a reader holds for a consumer that stopped pulling, unless the sources say otherwise. */
 export const DEFAULT_MAX_QUEUED_DELTAS = 1_000;
+
+/** Watched events held ahead of the reader past this many: dropped, and the log is read instead. */
+const MAX_WATCHED_AHEAD = 256;
 
 /**
  * The frames of a conversation's feed: its durable events from the log after `target.after`, then
  * live ones, merged with its ephemeral deltas; until `signal` aborts (or the consumer stops).
  *
- * No gap, no duplicate: the log is the only source of durable events. The reader remembers the
- * last version it yielded and reads strictly after it, one read at a time, so a version is yielded
- * at most once and none is skipped (per-stream versions are dense). Latency: a read runs at once
- * when the bus shows an event of the stream after the last version yielded (`watch`: published
- * right after its commit, by whichever process made it), when a delta or context message arrives
- * that follows a version not yielded yet, when this process appends (the dev mode's in-process
- * agent), and otherwise every `pollMs` (the safety net for a notice lost: it only wakes a read;
- * `watchedPollMs` with a watch).
+ * No gap, no duplicate: the reader remembers the last version it yielded and yields only the
+ * version right after it, so a version is yielded at most once and none is skipped (per-stream
+ * versions are dense). That event comes from the log (read strictly after the last version, one
+ * read at a time) or from the bus's watch: an event published is committed (nothing is published
+ * before its commit is durable), and version `last + 1` of the stream is the one event the log
+ * holds there, so the watched copy (opened and upcast as a read returns it) is yielded without a
+ * read. A watched version further ahead (a gap: a publish missed, or two writers' commits reaching
+ * the bus out of order) or still sealed makes the reader read the log instead. Latency: a read
+ * runs at once then, when a delta or context message arrives that follows a version not yielded
+ * yet, when this process appends (the dev mode's in-process agent), and otherwise every `pollMs`
+ * (the safety net for a notice lost; `watchedPollMs` with a watch).
  *
  * The delta subscription is opened before the first read, and a delta never precedes the durable
  * events it follows: a delta that names the log version it follows (`version`, set by the agent)
@@ -83,12 +106,16 @@ export async function* readFeed(
     while (!signal.aborted) {
       deltas.rearm();
       if (!mustRead) {
-        // Deltas following only versions yielded already go out without a read of the log.
-        for (const frame of deltaFrames(deltas.takeFollowing(cursor.lastVersion), cursor)) {
+        // Watched events that follow the cursor, then the deltas following only versions yielded.
+        for (const frame of livePassFrames(deltas, cursor)) {
           yield frame;
           if (signal.aborted) return;
         }
-        mustRead = deltas.queued.length > 0 || deltas.committedAhead || Date.now() - readAt >= pollMs;
+        mustRead =
+          deltas.queued.length > 0 ||
+          deltas.committedAhead ||
+          deltas.watched.size > 0 ||
+          Date.now() - readAt >= pollMs;
       }
       if (mustRead) {
         deltas.committedAhead = false;
@@ -99,6 +126,7 @@ export async function* readFeed(
           yield frame;
           if (signal.aborted) return;
         }
+        deltas.dropWatchedUpTo(cursor.lastVersion);
       }
       mustRead = false;
       if (deltas.queued.length > 0) continue;
@@ -132,6 +160,15 @@ const logMayHaveMore = (deltas: DeltaQueue, appended: boolean, pollDue: boolean)
   !deltas.wake.signal.aborted || deltas.committedAhead || appended || pollDue;
 
 /**
+ * A pass without a read: the watched events that follow the cursor one by one, then the deltas
+ * that follow only versions yielded. Lazy and synchronous, like a read pass.
+ */
+function* livePassFrames(deltas: DeltaQueue, cursor: FeedCursor): Generator<FeedFrame, void, undefined> {
+  yield* durableFrames(deltas.takeWatched(cursor), cursor);
+  yield* deltaFrames(deltas.takeFollowing(cursor.lastVersion), cursor);
+}
+
+/**
  * One read pass's frames: the log's events, then the deltas queued while they were read. Lazy and
  * synchronous, so the queue is taken only once the durable frames have gone out.
  */
@@ -151,32 +188,32 @@ interface FeedCursor {
 }
 
 /**
- * A feed's deltas as they arrive: a bounded queue (the oldest dropped past `maxQueuedDeltas`) and
- * a wake-up signal, aborted by each delta and re-armed on each pass of the reader. With the bus's
- * watch, an event of the stream after the cursor's version also wakes it (`committedAhead`): the
- * event itself is not used, the log stays the only source of durable events.
+ * A feed's live input as it arrives: its deltas, a bounded queue (the oldest dropped past
+ * `maxQueuedDeltas`), and with the bus's watch the stream's events after the cursor's version
+ * (`watched`, by version, when usable as they are; else `committedAhead`); and a wake-up signal,
+ * aborted by each and re-armed on each pass of the reader.
  */
 class DeltaQueue {
   readonly queued: unknown[] = [];
+  /** Usable events seen on the watch after the cursor's version, by version. */
+  readonly watched = new Map<number, RecordedEvent>();
   wake = new AbortController();
-  /** A commit after the last version yielded was published since the last read. */
+  /** A commit after the last version yielded was published, not usable as it is, since the last read. */
   committedAhead = false;
   readonly #subscription: { unsubscribe(): void };
   readonly #watching: { unsubscribe(): void } | undefined;
   readonly #stopped: AbortSignal;
   readonly #onStop = (): void => this.wake.abort(WOKEN);
 
-  constructor(
-    sources: FeedSources,
-    { tenantId, conversationId, streamName }: FeedTarget,
-    cursor: FeedCursor,
-    stopped: AbortSignal,
-  ) {
+  constructor(sources: FeedSources, target: FeedTarget, cursor: FeedCursor, stopped: AbortSignal) {
+    const { tenantId, conversationId, streamName } = target;
     this.#stopped = stopped;
     stopped.addEventListener('abort', this.#onStop, { once: true });
     this.#watching = sources.watch?.({ tenantId, streamName }, (event) => {
       if (!noticeCallsForRead(event.version, cursor.lastVersion)) return;
-      this.committedAhead = true;
+      if (usableWatchedEvent(event, target) && this.watched.size < MAX_WATCHED_AHEAD) {
+        this.watched.set(event.version, event);
+      } else this.committedAhead = true;
       this.wake.abort(WOKEN);
     });
     const maxQueued = sources.maxQueuedDeltas ?? DEFAULT_MAX_QUEUED_DELTAS;
@@ -194,6 +231,21 @@ class DeltaQueue {
   rearm(): void {
     this.wake = new AbortController();
     if (this.#stopped.aborted) this.wake.abort(WOKEN);
+  }
+
+  /** Takes, one at a time, the watched events that directly follow the cursor (it moves as each is yielded). */
+  *takeWatched(cursor: FeedCursor): Generator<RecordedEvent, void, undefined> {
+    let next: RecordedEvent | undefined;
+    while ((next = this.watched.get(cursor.lastVersion + 1)) !== undefined) {
+      this.watched.delete(next.version);
+      yield next;
+    }
+    this.dropWatchedUpTo(cursor.lastVersion);
+  }
+
+  /** Forgets the watched events the reader has yielded (from the log or the watch). */
+  dropWatchedUpTo(version: number): void {
+    for (const held of this.watched.keys()) if (held <= version) this.watched.delete(held);
   }
 
   /** Takes, one at a time, the deltas at the head that follow no version after `lastVersion`. */
@@ -229,7 +281,7 @@ function* deltaFrames(
 
 /** The frames of events read after the cursor's version, the cursor moved past each event as it is taken. */
 function* durableFrames(
-  events: readonly RecordedEvent[],
+  events: Iterable<RecordedEvent>,
   cursor: FeedCursor,
 ): Generator<FeedFrame, void, undefined> {
   for (const event of events) {

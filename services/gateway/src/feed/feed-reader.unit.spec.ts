@@ -1,4 +1,5 @@
-import { InMemoryEphemeralChannel, InMemoryEventBus, InMemoryEventStore } from '@keel/core';
+import type { RecordedEvent } from '@keel/core';
+import { InMemoryEphemeralChannel, InMemoryEventBus, InMemoryEventStore, SEALED_FIELD } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { FeedFrame } from './feed-frames.js';
 import { isEphemeralFrame, noticeCallsForRead, readFeed, untilPoll } from './feed-reader.js';
@@ -33,6 +34,7 @@ class OtherProcessStore extends InMemoryEventStore {
     return 0;
   }
   override waitForAppend(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, timeoutMs);
       signal?.addEventListener('abort', () => {
@@ -192,10 +194,104 @@ describe('readFeed', () => {
     const [turnStarted] = (await store.append(tenantId, target.streamName, [started])).events;
     await bus.publish([turnStarted!]);
     expect(((await first).value as FeedFrame).event).toBe('turn.started');
+    // The published event follows the last version yielded (0): yielded as watched, no second read.
+    expect(store.reads).toBe(1);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+  });
+
+  it('yields watched events that follow the last version yielded without reading the log, then the deltas after them', async () => {
+    const store = new OtherProcessStore();
+    const ephemeral = new InMemoryEphemeralChannel();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    const frames = readFeed(
+      { store, ephemeral, pollMs: 60_000, watch: bus.watch.bind(bus) },
+      target,
+      stop.signal,
+    );
+    const first = frames.next();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const committed = (await store.append(tenantId, target.streamName, [started, completed])).events;
+    await bus.publish(committed);
+    ephemeral.publish(topic, delta(1, 2));
+    const seen = [((await first).value as FeedFrame).id, ...(await take(frames, 2)).map((f) => f.id)];
+    expect(seen).toEqual(['1', '2', '2.1']);
+    expect(store.reads).toBe(1);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+  });
+
+  it('reads the log when watched events leave a gap, or come out of order, and yields each version once', async () => {
+    const store = new OtherProcessStore();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    const frames = readFeed(
+      { store, ephemeral: new InMemoryEphemeralChannel(), pollMs: 60_000, watch: bus.watch.bind(bus) },
+      target,
+      stop.signal,
+    );
+    const first = frames.next();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [v1, v2, v3] = (
+      await store.append(tenantId, target.streamName, [
+        started,
+        { type: 'ConversationUpdated', data: { title: 'a', at } },
+        completed,
+      ])
+    ).events;
+    // Version 1's publish is missed; 3 arrives before 2: the reader reads the log for the gap.
+    await bus.publish([v3!]);
+    await bus.publish([v2!]);
+    const seen = [((await first).value as FeedFrame).id, ...(await take(frames, 2)).map((f) => f.id)];
+    expect(seen).toEqual(['1', '2', '3']);
+    expect(store.reads).toBe(2);
+    // The missed one arrives late: already yielded, nothing read, nothing yielded again.
+    await bus.publish([v1!]);
+    const next = frames.next();
+    const [v4] = (
+      await store.append(tenantId, target.streamName, [
+        { ...started, data: { ...started.data, turnId: 'u2' } },
+      ])
+    ).events;
+    await bus.publish([v4!]);
+    expect(((await next).value as FeedFrame).id).toBe('4');
     expect(store.reads).toBe(2);
     stop.abort();
     await frames.return(undefined);
     await bus.close();
+  });
+
+  it('reads the log for a watched event still sealed, or of another tenant or stream, never yielding it', async () => {
+    const store = new OtherProcessStore();
+    let notify: ((event: RecordedEvent) => void) | undefined;
+    const watch = (_stream: unknown, onEvent: (event: RecordedEvent) => void) => {
+      notify = onEvent;
+      return { unsubscribe: () => undefined };
+    };
+    const stop = new AbortController();
+    const frames = readFeed(
+      { store, ephemeral: new InMemoryEphemeralChannel(), pollMs: 60_000, watch },
+      target,
+      stop.signal,
+    );
+    const first = frames.next();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [v1] = (await store.append(tenantId, target.streamName, [started])).events;
+    notify!({ ...v1!, data: { turnId: 'u1', [SEALED_FIELD]: { v: 1, iv: '', tag: '', data: '' } } });
+    expect(((await first).value as FeedFrame).data).toEqual({ turnId: 'u1' });
+    expect(store.reads).toBe(2);
+    for (const foreign of [{ tenantId: 't2' }, { streamName: 'conversation-c2' }]) {
+      const next = frames.next();
+      const [event] = (await store.append(tenantId, target.streamName, [completed])).events;
+      notify!({ ...event!, ...foreign, data: { turnId: 'theirs', finishReason: 'stop', at } });
+      expect(((await next).value as FeedFrame).data).toMatchObject({ turnId: 'u1' });
+    }
+    expect(store.reads).toBe(4);
+    stop.abort();
+    await frames.return(undefined);
   });
 });
 
