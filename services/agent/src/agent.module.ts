@@ -21,6 +21,7 @@ import type { OnApplicationBootstrap } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import type { ConversationIndex } from './conversation-index/conversation-index.js';
 import { ConversationIndexProjection } from './conversation-index/conversation-index.projection.js';
+import { indexEntrySource } from './conversation-index/index-entry-source.js';
 import { InMemoryConversationIndex } from './conversation-index/in-memory-conversation-index.js';
 import { MongoConversationIndex } from './conversation-index/mongo-conversation-index.js';
 import { BudgetDirectory } from './budget/budget-directory.js';
@@ -128,9 +129,7 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
       provide: ConversationIndexProjection,
       inject: [KEEL_INFRA, CONVERSATION_INDEX, ConversationService],
       useFactory: (infra: Infrastructure, index: ConversationIndex, conversations: ConversationService) =>
-        new ConversationIndexProjection(infra.bus, index, (tenantId, id) =>
-          conversations.indexEntry(tenantId, id),
-        ),
+        new ConversationIndexProjection(infra.bus, index, indexEntrySource(conversations)),
     },
     {
       provide: TurnBudgets,

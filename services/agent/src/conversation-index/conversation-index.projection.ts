@@ -3,14 +3,24 @@ import { isEvent, parseStreamName } from '@keel/core';
 import type { ConversationCreated } from '@keel/events';
 import { CONVERSATION_CATEGORY, CONVERSATION_DELETED } from '@keel/events';
 import type { ConversationIndex, IndexedConversation } from './conversation-index.js';
+import { indexKey } from './conversation-index.js';
 
-/** The conversation as the index keeps it, at a version (the conversation service's load). */
-export type IndexEntryLoader = (
-  tenantId: string,
-  conversationId: string,
-) => Promise<(IndexedConversation & { version: number }) | undefined>;
+/** An index entry at the conversation version it reflects. */
+export type VersionedEntry = IndexedConversation & { version: number };
 
-/** Events that never change what the index keeps (status, title, metadata): no load for them. */
+/** Where the projection gets a conversation's entry (the conversation service's state). */
+export interface IndexEntrySource {
+  /**
+   * The entry at `version` or a later one, when this process holds the conversation there (it
+   * wrote or read it last): no read. Undefined otherwise. A later version is as good: the entry
+   * reflects the event, and `update` keeps the latest.
+   */
+  remembered(tenantId: string, conversationId: string, version: number): VersionedEntry | undefined;
+  /** The entry at the conversation's latest version (a read of the log); undefined if it does not exist. */
+  load(tenantId: string, conversationId: string): Promise<VersionedEntry | undefined>;
+}
+
+/** Events that never change what the index keeps (status, title, metadata): nothing to do for them. */
 const UNINDEXED = new Set([
   'ConversationCreated',
   'UserMessageAdded',
@@ -24,6 +34,17 @@ const UNINDEXED = new Set([
 /** Durable name of the consumer that keeps the conversation index. */
 export const CONVERSATION_INDEX_CONSUMER = 'agent-conversation-index';
 
+/** How long an entry's write waits for later events of its conversation (one write for all of them). */
+export const DEFAULT_INDEX_WRITE_DELAY_MS = 100;
+
+/** An entry waiting for its write, and the deliveries that are acknowledged once it is written. */
+interface PendingWrite {
+  entry: VersionedEntry;
+  written: Promise<void>;
+  /** Ends the wait now (the projection stops). */
+  now(): void;
+}
+
 /**
  * Keeps the conversation index from the log: records every `ConversationCreated` the bus
  * delivers. `ConversationService.create` records the same entry at once, but a process that dies
@@ -31,17 +52,27 @@ export const CONVERSATION_INDEX_CONSUMER = 'agent-conversation-index';
  * writes are the same insert-if-absent, so the order and the repetition do not matter.
  *
  * Every later event that may change the status, title or metadata sets the entry to the
- * conversation as loaded then, at its version (`update` keeps the latest version, so events
- * handled out of order or twice leave the newest state).
+ * conversation at that event's version or a later one (`update` keeps the latest version, so
+ * events handled out of order or twice leave the newest state). The entry comes from the state
+ * this process holds when that includes the event (the common case: it wrote the event), else
+ * from a read. An event written by another process is seen through that read. Writes are off a turn's path: an entry waits `writeDelayMs` for the
+ * conversation's next events and the latest one is written once for all of them; a delivery is
+ * acknowledged only after the write that covers it, so a crash before it loses nothing (the
+ * event is delivered again). The index lags the log by about `writeDelayMs`.
  */
 export class ConversationIndexProjection {
   #consumer: Consumer | undefined;
+  readonly #pending = new Map<string, PendingWrite>();
+  #writeDelayMs: number;
 
   constructor(
     private readonly bus: EventBus,
     private readonly index: ConversationIndex,
-    private readonly load?: IndexEntryLoader,
-  ) {}
+    private readonly source?: IndexEntrySource,
+    options: { writeDelayMs?: number } = {},
+  ) {
+    this.#writeDelayMs = options.writeDelayMs ?? DEFAULT_INDEX_WRITE_DELAY_MS;
+  }
 
   async start(): Promise<void> {
     this.#consumer = await this.bus.consume(
@@ -56,25 +87,33 @@ export class ConversationIndexProjection {
     );
   }
 
+  /** Stops taking events; the writes waiting for their delay are made at once. */
   async stop(): Promise<void> {
+    this.#writeDelayMs = 0;
+    for (const pending of this.#pending.values()) pending.now();
     await this.#consumer?.stop();
     this.#consumer = undefined;
   }
 
   private async onEvent({ event }: Delivery): Promise<void> {
+    const conversationId = parseStreamName(event.streamName).id;
     // Deleted: the entry goes (its title and metadata are the conversation's content).
-    if (event.type === CONVERSATION_DELETED)
-      return this.index.remove(event.tenantId, parseStreamName(event.streamName).id);
+    if (event.type === CONVERSATION_DELETED) return this.index.remove(event.tenantId, conversationId);
     if (!isEvent<ConversationCreated>(event, 'ConversationCreated')) {
-      if (UNINDEXED.has(event.type) || !this.load) return;
-      const entry = await this.load(event.tenantId, parseStreamName(event.streamName).id);
-      if (entry) await this.index.update(entry);
+      if (UNINDEXED.has(event.type) || !this.source) return;
+      const waiting = this.#pending.get(indexKey(event.tenantId, conversationId));
+      // An entry already waiting at this version or a later one reflects this event too.
+      if (waiting && waiting.entry.version >= event.version) return waiting.written;
+      const entry =
+        this.source.remembered(event.tenantId, conversationId, event.version) ??
+        (await this.source.load(event.tenantId, conversationId));
+      if (entry) await this.write(entry);
       return;
     }
-    const { conversationId, agentId, title, metadata, createdAt, userId } = event.data;
+    const { agentId, title, metadata, createdAt, userId } = event.data;
     await this.index.record({
       tenantId: event.tenantId,
-      conversationId,
+      conversationId: event.data.conversationId,
       agentId,
       ...(title ? { title } : {}),
       createdAt,
@@ -82,5 +121,33 @@ export class ConversationIndexProjection {
       ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
       status: 'idle',
     });
+  }
+
+  /** Writes `entry` after the delay, or the later entry of its conversation that arrives meanwhile. */
+  private write(entry: VersionedEntry): Promise<void> {
+    const key = indexKey(entry.tenantId, entry.conversationId);
+    const waiting = this.#pending.get(key);
+    if (waiting) {
+      if (entry.version > waiting.entry.version) waiting.entry = entry;
+      return waiting.written;
+    }
+    let now = (): void => undefined;
+    const delay = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.#writeDelayMs);
+      now = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    const pending: PendingWrite = {
+      entry,
+      now,
+      written: delay.then(() => {
+        this.#pending.delete(key);
+        return this.index.update(pending.entry);
+      }),
+    };
+    this.#pending.set(key, pending);
+    return pending.written;
   }
 }

@@ -16,8 +16,10 @@ import type { CallContext } from '../call-context.js';
 import { ConversationService } from '../conversation/conversation.service.js';
 import { TenantConfigService } from '../tenant-config/tenant-config.service.js';
 import type { ConversationIndex } from './conversation-index.js';
+import type { IndexEntrySource } from './conversation-index.projection.js';
 import { ConversationIndexProjection } from './conversation-index.projection.js';
 import { InMemoryConversationIndex } from './in-memory-conversation-index.js';
+import { indexEntrySource } from './index-entry-source.js';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 const ctx: CallContext = {
@@ -28,7 +30,19 @@ const ctx: CallContext = {
   correlationId: 'req-1',
 };
 
-const setup = async (index: ConversationIndex = new InMemoryConversationIndex()) => {
+/** The index's updates, counted. */
+class CountingIndex extends InMemoryConversationIndex {
+  updates = 0;
+  override update(entry: Parameters<ConversationIndex['update']>[0]): Promise<void> {
+    this.updates += 1;
+    return super.update(entry);
+  }
+}
+
+const setup = async (
+  index: ConversationIndex = new InMemoryConversationIndex(),
+  withSource?: { writeDelayMs: number },
+) => {
   const store = new InMemoryEventStore();
   const bus = new InMemoryEventBus({ logger: silent });
   const relay = new OutboxRelay({
@@ -57,13 +71,25 @@ const setup = async (index: ConversationIndex = new InMemoryConversationIndex())
     index,
     onIndexError: (error) => indexErrors.push(error),
   });
-  const projection = new ConversationIndexProjection(bus, index);
+  // The conversation service's entries, with the reads of the log (loads) counted.
+  const served = indexEntrySource(conversations);
+  const loads: string[] = [];
+  const source: IndexEntrySource = {
+    remembered: served.remembered,
+    load: (tenantId, conversationId) => {
+      loads.push(conversationId);
+      return served.load(tenantId, conversationId);
+    },
+  };
+  const projection = withSource
+    ? new ConversationIndexProjection(bus, index, source, withSource)
+    : new ConversationIndexProjection(bus, index);
   const stop = async () => {
     await projection.stop();
     await relay.stop();
     await bus.close();
   };
-  return { store, relay, conversations, projection, indexErrors, stop };
+  return { store, relay, conversations, projection, indexErrors, loads, stop };
 };
 
 let stop: (() => Promise<void>) | undefined;
@@ -145,5 +171,48 @@ describe('conversation index', () => {
     t.relay.start();
     await eventuallyTrue(async () => (await t.conversations.list('acme')).conversations.length === 1);
     expect((await t.conversations.list('acme')).conversations[0]?.id).toBe(created.id);
+  });
+
+  it("follows a turn's status and a title with no read of the log when this process wrote the events, in one write", async () => {
+    const index = new CountingIndex();
+    const t = await setup(index, { writeDelayMs: 300 });
+    stop = t.stop;
+    const created = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.conversations.update(ctx, created.id, { title: 'Refunds' });
+    await t.conversations.send(ctx, created.id, { content: 'Where is my refund?' });
+    const running = (await t.conversations.get('acme', created.id)).version;
+    await t.conversations.cancel(ctx, created.id);
+
+    // The consumer handles the events after the commands that wrote them (as it may, lagging).
+    await t.projection.start();
+    t.relay.start();
+
+    await eventuallyTrue(async () => (await index.list('acme')).conversations[0]?.version === running + 1);
+    expect((await index.list('acme')).conversations).toEqual([
+      expect.objectContaining({ conversationId: created.id, title: 'Refunds', status: 'idle' }),
+    ]);
+    expect(t.loads).toEqual([]);
+    expect(index.updates).toBe(1);
+  });
+
+  it('reads the log for an event another process wrote, and lists the conversation as it is now', async () => {
+    const t = await setup(new InMemoryConversationIndex(), { writeDelayMs: 0 });
+    stop = t.stop;
+    const created = await t.conversations.create(ctx, { agentId: 'support' });
+    await t.projection.start();
+    t.relay.start();
+    // What another agent instance's PATCH leaves: an event this process does not hold.
+    await t.store.append('acme', streamName('conversation', created.id), [
+      {
+        type: 'ConversationUpdated',
+        data: { title: 'Written elsewhere', by: 'bo', at: '2030-01-01T00:00:00.000Z' },
+        metadata: { correlationId: 'req-other' },
+      },
+    ]);
+
+    await eventuallyTrue(
+      async () => (await t.conversations.list('acme')).conversations[0]?.title === 'Written elsewhere',
+    );
+    expect(t.loads).toEqual([created.id]);
   });
 });

@@ -82,21 +82,24 @@ export class MongoConversationIndex implements ConversationIndex {
   }
 
   /**
-   * Inserts the entry, or replaces an older one: the filter on `version` makes a late update (a
-   * redelivery, another instance's slower write) change nothing.
+   * Replaces an older entry, or inserts the entry when there is none: the filter on `version`
+   * makes a late update (a redelivery, another instance's slower write) change nothing. One round
+   * trip when the entry exists (the common case: created with its conversation); when the
+   * replace matches nothing, the insert tells an absent entry (inserted) from a newer one (a
+   * duplicate key: nothing to do).
    */
   async update(entry: IndexedConversation & { version: number }): Promise<void> {
     const document = documentOf(entry);
-    try {
-      await this.#entries.insertOne(document);
-      return;
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-    }
-    await this.#entries.replaceOne(
+    const replaced = await this.#entries.replaceOne(
       { _id: document._id, $or: [{ version: { $lt: entry.version } }, { version: { $exists: false } }] },
       document,
     );
+    if (replaced.matchedCount > 0) return;
+    try {
+      await this.#entries.insertOne(document);
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
   }
 
   async list(

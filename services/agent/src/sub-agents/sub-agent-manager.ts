@@ -83,8 +83,7 @@ export class SubAgentManager {
       await this.startChild(event, child);
       return;
     }
-    const [created] = await this.deps.store.read(event.tenantId, event.streamName, { toVersion: 1 });
-    const link = parentLinkOf(created);
+    const link = await this.parentLink(event);
     if (event.type !== 'ApprovalRequested' && event.type !== 'ChildApprovalRequested') {
       await this.turnEnded(event, link);
       return;
@@ -97,8 +96,21 @@ export class SubAgentManager {
     });
   }
 
+  /**
+   * The parent a conversation was created under, if it is a child: fixed at creation, so any
+   * state this process holds of it answers (no read); else its first event, read.
+   */
+  private async parentLink(event: RecordedEvent): Promise<ParentLink | undefined> {
+    const held = this.deps.conversations.handler.remembered(event.tenantId, event.streamName);
+    if (held && held.state.status !== 'new') return held.state.parent;
+    const [created] = await this.deps.store.read(event.tenantId, event.streamName, { toVersion: 1 });
+    return parentLinkOf(created);
+  }
+
   /** A turn ended: a child's first turn answers its parent's call; a cancelled or failed turn cancels its children. */
   private async turnEnded(event: RecordedEvent, link: ParentLink | undefined): Promise<void> {
+    // A completed turn of a conversation that is nobody's child answers nothing and cancels nothing.
+    if (!link && event.type === 'TurnCompleted') return;
     const events = await this.deps.store.read(event.tenantId, event.streamName, { toVersion: event.version });
     if (link && endsFirstTurn(event, events)) {
       const agentId = String((events[0]?.data as { agentId?: unknown }).agentId);

@@ -102,8 +102,10 @@ export class AutoTitler {
   async onTurnCompleted(event: RecordedEvent, ctx: CallContext): Promise<void> {
     const { conversations, config } = this.deps;
     const conversationId = parseStreamName(event.streamName).id;
-    const { state } = await conversations.handler.load(event.tenantId, event.streamName);
     const tenant = await config.load(event.tenantId);
+    // A tenant none of whose agents titles conversations: nothing to read.
+    if (!Object.values(tenant.agents).some((a) => a.options?.autoTitle === true)) return;
+    const { state } = await this.stateAfter(event);
     const agent = ownValue(tenant.agents, state.agentId);
     if (!titleDue(event, state, agent)) return;
     const turnId = String((event.data as { turnId?: unknown }).turnId ?? '');
@@ -132,6 +134,17 @@ export class AutoTitler {
         if (!(error instanceof ConversationConflictError)) throw error;
       });
     this.deps.logger.info(log, 'auto title recorded');
+  }
+
+  /**
+   * The conversation as of `event` or later: the state this process holds when it includes the
+   * event (no read), else a load. A title recorded since by another process is caught by the
+   * decider, which records one title per conversation (a wasted call at worst).
+   */
+  private async stateAfter(event: RecordedEvent): Promise<{ state: Conversation }> {
+    const { handler } = this.deps.conversations;
+    const held = handler.remembered(event.tenantId, event.streamName);
+    return held && held.version >= event.version ? held : handler.load(event.tenantId, event.streamName);
   }
 
   private async price(output: ModelStepOutput, at: string): Promise<PricedUsage> {
