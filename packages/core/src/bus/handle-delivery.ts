@@ -24,6 +24,11 @@ export interface DeliveryContext {
   settings: ConsumerSettings;
   handler: EventHandler;
   inbox: Inbox;
+  /**
+   * The bus's publish deduplication window (JetStream's `duplicate_window`): an event id is
+   * stored once within it. Without it every delivery asks the inbox (see `mayBeHandled`).
+   */
+  duplicateWindowMs?: number;
   deadLetters: DeadLetterStore;
   logger: Pick<LogPort, 'warn' | 'error'>;
   /** Told about each delivery's outcome (metrics). */
@@ -73,7 +78,11 @@ const settle = async (message: BusMessage, context: DeliveryContext): Promise<De
   }
   let failure: unknown;
   try {
-    if (settings.idempotency === 'inbox' && (await inbox.has(settings.name, event.eventId))) {
+    if (
+      settings.idempotency === 'inbox' &&
+      mayBeHandled(message, context.duplicateWindowMs) &&
+      (await inbox.has(settings.name, event.eventId))
+    ) {
       if (message.replayOf !== undefined)
         await deadLetters.markReplayed(message.replayOf, new Date().toISOString());
       message.ack();
@@ -98,6 +107,28 @@ const settle = async (message: BusMessage, context: DeliveryContext): Promise<De
   context.logger.warn(fields, 'event handler failed; will redeliver');
   message.nak(backoffDelay(settings.backoffMs, message.deliveryCount));
   return 'retry';
+};
+
+/**
+ * Whether the consumer may have handled this event already, so its inbox must be asked: a
+ * redelivery, a replay, or an event recorded at least half the duplicate window ago. The first
+ * delivery of a younger event cannot be of a handled one, so it costs one inbox write (after the
+ * handler) and no read. Why: the bus stores an event id once within its duplicate window, so a
+ * second copy of an event (an outbox relay publishing again after a long outage) is stored at
+ * least a window after the first, which was stored after the event was recorded; and a durable
+ * delivers each stored copy first with `deliveryCount` 1 only once (Keel never deletes or
+ * recreates a durable; an operator who does makes its recent events count as new). Half the window
+ * is left for clocks that disagree (the writer's `recordedAt`, this process's now).
+ */
+export const mayBeHandled = (
+  message: Pick<BusMessage, 'event' | 'deliveryCount' | 'replayOf'>,
+  duplicateWindowMs: number | undefined,
+  now: number = Date.now(),
+): boolean => {
+  if (message.deliveryCount > 1 || message.replayOf !== undefined || duplicateWindowMs === undefined)
+    return true;
+  const recordedAt = Date.parse(message.event.recordedAt);
+  return !Number.isFinite(recordedAt) || now - recordedAt >= duplicateWindowMs / 2;
 };
 
 /** Runs the handler, telling the bus it is alive every half ack wait so it is not redelivered. */

@@ -147,6 +147,7 @@ export class InMemoryEventBus implements EventBus {
         settings: target.settings,
         handler,
         inbox: this.#inbox,
+        duplicateWindowMs: this.#duplicateWindowMs,
         deadLetters: this.deadLetters,
         logger: this.#logger,
         ...(options.observe ? { observe: options.observe } : {}),

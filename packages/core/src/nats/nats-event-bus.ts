@@ -68,6 +68,7 @@ export class NatsEventBus implements EventBus {
     private readonly inbox: Inbox,
     readonly deadLetters: DeadLetterStore,
     private readonly logger: Pick<LogPort, 'warn' | 'error'>,
+    private readonly duplicateWindowMs: number,
   ) {
     this.ephemeral = new NatsEphemeralChannel(nc, `${subjectPrefix}_live`, logger);
   }
@@ -106,11 +107,8 @@ export class NatsEventBus implements EventBus {
     }
     try {
       const jsm = await jetstreamManager(nc);
-      await declareStream(jsm, {
-        name: options.streamName,
-        subjectPrefix,
-        duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
-      });
+      const duplicateWindowMs = options.duplicateWindowMs ?? 120_000;
+      await declareStream(jsm, { name: options.streamName, subjectPrefix, duplicateWindowMs });
       const logger = options.logger ?? stderrLog;
       return new NatsEventBus(
         nc,
@@ -121,6 +119,7 @@ export class NatsEventBus implements EventBus {
         options.inbox,
         options.deadLetters,
         logger,
+        duplicateWindowMs,
       );
     } catch (error) {
       await nc.close();
@@ -193,6 +192,7 @@ export class NatsEventBus implements EventBus {
       settings,
       handler,
       inbox: this.inbox,
+      duplicateWindowMs: this.duplicateWindowMs,
       deadLetters: this.deadLetters,
       logger: this.logger,
       ...(options.observe ? { observe: options.observe } : {}),
