@@ -1,0 +1,62 @@
+-- Indexes FerretDB 1.24 on PostgreSQL can use. Apply once to the database FerretDB stores in
+-- (psql -v ON_ERROR_STOP=1 -d <database> -f postgresql-gin-twins.sql), before or after Keel starts.
+--
+-- Why: FerretDB keeps each document as jsonb (`_jsonb`) and pushes an equality filter down as
+-- containment, `_jsonb->'field' @> '<value>'`. The btree index it creates for a MongoDB index is on
+-- `(_jsonb->'field')`, which `@>` cannot use, so every query, `_id` lookups included, scans its
+-- table. A GIN index on the same expression serves `@>`: this event trigger gives every btree index
+-- FerretDB creates a GIN twin on each of its keys, and the block at the end does it for the indexes
+-- already there. MongoDB itself needs none of this; Keel's code is the same on both.
+CREATE OR REPLACE FUNCTION keel_ferretdb_gin_twins_of(index_oid oid) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  idx record;
+  expr text;
+  n int;
+BEGIN
+  SELECT c.relname AS index_name, t.relname AS table_name, ns.nspname AS schema_name,
+         am.amname, i.indnkeyatts
+    INTO idx
+    FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid
+    JOIN pg_class t ON t.oid = i.indrelid
+    JOIN pg_namespace ns ON ns.oid = t.relnamespace
+    JOIN pg_am am ON am.oid = c.relam
+   WHERE i.indexrelid = index_oid;
+  IF NOT FOUND OR idx.amname <> 'btree' THEN
+    RETURN;
+  END IF;
+  FOR n IN 1..idx.indnkeyatts LOOP
+    expr := pg_get_indexdef(index_oid, n, true);
+    -- Only FerretDB's document fields: `(_jsonb -> 'field'::text)` or a dotted path with #>.
+    CONTINUE WHEN expr !~ '^\(?_jsonb (->|#>) ';
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I USING gin ((%s))',
+                   left(idx.index_name, 50) || '_gin' || n, idx.schema_name, idx.table_name, expr);
+  END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION keel_ferretdb_gin_twins() RETURNS event_trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  cmd record;
+BEGIN
+  FOR cmd IN SELECT objid FROM pg_event_trigger_ddl_commands()
+              WHERE command_tag = 'CREATE INDEX' AND object_type = 'index' LOOP
+    PERFORM keel_ferretdb_gin_twins_of(cmd.objid);
+  END LOOP;
+END $$;
+
+DROP EVENT TRIGGER IF EXISTS keel_ferretdb_gin_twins;
+CREATE EVENT TRIGGER keel_ferretdb_gin_twins ON ddl_command_end
+  WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION keel_ferretdb_gin_twins();
+
+-- The indexes FerretDB made before this file was applied.
+DO $$
+DECLARE
+  existing record;
+BEGIN
+  FOR existing IN SELECT i.indexrelid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                   JOIN pg_am am ON am.oid = c.relam WHERE am.amname = 'btree' LOOP
+    PERFORM keel_ferretdb_gin_twins_of(existing.indexrelid);
+  END LOOP;
+END $$;
