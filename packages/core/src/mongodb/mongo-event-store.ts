@@ -83,6 +83,8 @@ export class MongoEventStore implements EventStoreAdapter {
   private chainLimit = CHAIN_LIMIT;
   private readonly reads: MongoEventStoreOptions['reads'];
   private bucketReads = false;
+  /** How this store reads a stream, as `init` chose (or the options said). */
+  streamReads: NonNullable<MongoEventStoreOptions['reads']> = 'walk';
 
   constructor(
     readonly db: Db,
@@ -142,12 +144,22 @@ export class MongoEventStore implements EventStoreAdapter {
     if (reads === 'buckets' && (await this.hasCommitsWithoutBucket())) reads = 'walk';
     this.chainLimit = reads === 'range' ? 0 : CHAIN_LIMIT;
     this.bucketReads = reads === 'buckets';
+    this.streamReads = reads;
     // FerretDB answers the query for unplaced commits with a scan, which under load takes seconds:
     // every 2 s at most. Each process places its own commits (its relay wakes the publishing one),
     // so the query only finds those of a process that died before placing them.
     if (this.serverKind === 'ferretdb') {
       this.sequencer.setDiscoveryDefaults({ intervalMs: 2000, idleMs: 2000 });
       this.sequencer.limitMarksPerCommand(FERRETDB_MARKS_PER_COMMAND);
+    }
+    // On PostgreSQL FerretDB's own btree indexes serve no query, but their GIN twins do where the
+    // database has deploy/ferretdb/postgresql-gin-twins.sql: the bucket reads and the relay's query
+    // for unplaced commits then use indexes. Without the twins these cost a little per write only.
+    if (this.bucketReads) {
+      await ensureIndexes(this.commits, [
+        { key: { k: 1, s: 1 }, name: 'stream_bucket' },
+        { key: { q: 1 }, name: 'unplaced' },
+      ]);
     }
     if (this.serverKind === 'ferretdb') return;
     await ensureIndexes(this.commits, [

@@ -69,7 +69,12 @@ export async function localFerretDb(
     throw error;
   }
   const backend = database ? 'FerretDB/PostgreSQL' : 'FerretDB/SQLite';
-  const where = database ? `, database ${database.name}` : '';
+  const twins = database?.ginTwins
+    ? ', GIN twins of its indexes'
+    : database
+      ? ', no GIN twins (every query scans)'
+      : '';
+  const where = database ? `, database ${database.name}${twins}` : '';
   return { url, backend, source: `${backend} started on :${port}${where}`, stop };
 }
 

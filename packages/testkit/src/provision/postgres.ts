@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { findExecutable } from './executables.js';
 import { tcpOpen } from './probes.js';
@@ -10,11 +11,21 @@ const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Every database made here starts so, then the pid of the process that made it. */
 const PREFIX = 'keel_ferretdb_';
 
+/** The event trigger that gives FerretDB's btree indexes GIN twins it can query with (see the file). */
+const GIN_TWINS_SQL = fileURLToPath(
+  new URL('../../../../deploy/ferretdb/postgresql-gin-twins.sql', import.meta.url),
+);
+
+/** Env var: `off` makes fresh databases without the GIN twins (every query scans, as FerretDB alone). */
+export const GIN_TWINS_ENV = 'KEEL_TEST_FERRETDB_GIN_TWINS';
+
 /** A database made for one FerretDB, dropped by `drop`. */
 export interface FreshDatabase {
   /** The same server as the admin URL, this database. */
   url: string;
   name: string;
+  /** Whether deploy/ferretdb/postgresql-gin-twins.sql is applied (its queries use indexes). */
+  ginTwins: boolean;
   drop(): Promise<void>;
 }
 
@@ -57,12 +68,23 @@ export async function freshPostgresDatabase(): Promise<FreshDatabase | undefined
     await sql(`CREATE DATABASE "${name}"`);
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
+    // As a deployment would: without it every FerretDB query on PostgreSQL scans its table
+    // (KEEL_TEST_FERRETDB_GIN_TWINS=off leaves it out, to measure the difference).
+    const ginTwins =
+      process.env[GIN_TWINS_ENV] !== 'off' &&
+      (await run(psql, ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', url.toString(), '-f', GIN_TWINS_SQL], {
+        timeout: 15_000,
+      }).then(
+        () => true,
+        () => false,
+      ));
     // FerretDB opens up to ~100 connections otherwise: PostgreSQL's whole default limit, shared
     // by every test run and benchmark on the machine. Its queries wait for a free one instead.
     if (!url.searchParams.has('pool_max_conns')) url.searchParams.set('pool_max_conns', String(poolSize()));
     return {
       url: url.toString(),
       name,
+      ginTwins,
       drop: async () => {
         await sql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       },
