@@ -34,9 +34,10 @@ export const DEFAULT_TURN_RESERVE_USD = 0.05;
 
 /**
  * Tenants' monthly budgets, held under concurrency. A turn is admitted by appending its
- * reservation to the month's budget stream with the version it decided on; of racing admissions
- * exactly one append wins, the others re-read and decide again (with a jittered pause), so no
- * turn is admitted on a stale view of spent + reserved.
+ * reservation to the month's budget stream with the version it decided on (BudgetLog): the
+ * admissions waiting in this process go in one commit, decided in order; of racing processes
+ * exactly one append wins, the others read what it appended and decide again, so no turn is
+ * admitted on a stale view of spent + reserved.
  */
 export class TurnBudgets {
   private readonly log: BudgetLog;
