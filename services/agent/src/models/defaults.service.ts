@@ -4,6 +4,7 @@ import type { TenantDefaults, TenantDefaultsEvent } from '@keel/events';
 import { TENANT_DEFAULTS_CATEGORY } from '@keel/events';
 import type { CallContext } from '../call-context.js';
 import { eventMetadata } from '../call-context.js';
+import type { StreamWatch } from '../store/caching-command-handler.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
 import type { PutDefaults } from './defaults.decider.js';
 import { defaultsDecider } from './defaults.decider.js';
@@ -12,9 +13,17 @@ import { defaultsDecider } from './defaults.decider.js';
 export class DefaultsService {
   private readonly handler: CommandHandler<TenantDefaults, PutDefaults, TenantDefaultsEvent>;
 
-  constructor(store: EventStore) {
+  /**
+   * With `watched` (the process's WatchedStreams), a load reads nothing while the bus tells of no
+   * newer event: defaults put through another agent process apply once their event arrives on
+   * the bus (a millisecond or two after the commit), not to the very next message.
+   */
+  constructor(store: EventStore, watched?: StreamWatch) {
     // Last writer wins, as every configuration write.
-    this.handler = new CachingCommandHandler(store, defaultsDecider, { maxRetries: 10 });
+    this.handler = new CachingCommandHandler(store, defaultsDecider, {
+      maxRetries: 10,
+      ...(watched ? { watched } : {}),
+    });
   }
 
   /** Sets the fields given; a bad one is refused naming it, nothing written. */

@@ -7,6 +7,7 @@ import type {
   HandledCommand,
   HandleOptions,
   LoadedState,
+  WatchedStreams,
 } from '@keel/core';
 import { CommandHandler, ConcurrencyError, foldRecorded } from '@keel/core';
 
@@ -20,12 +21,29 @@ interface CachedState<State> {
 /** Streams whose state one agent process keeps (least recently used go first). */
 const DEFAULT_CAPACITY = 2000;
 
+/** What the handler asks of the process's `WatchedStreams` (infra.watched). */
+export type StreamWatch = Pick<WatchedStreams, 'watch' | 'verified' | 'isCurrentAt'>;
+
+/** Settings of a caching handler: those of every handler, and the watch that may vouch for its cache. */
+export interface CachingCommandHandlerOptions extends CommandHandlerOptions {
+  /**
+   * With it, a `load` of a stream whose remembered state the bus vouches for (`isCurrentAt`: it
+   * was watched before the last read, and no newer event has arrived since) reads nothing. The
+   * price: a change made by another process is seen when its event arrives on the bus (a
+   * millisecond or two after its commit; at most KEEL_WATCH_MAX_AGE_MS late if a publish is
+   * lost), not by the very next load. Only for streams where that is acceptable (configuration).
+   */
+  watched?: StreamWatch;
+}
+
 /**
  * A command handler that remembers the state of the streams this process loaded or wrote, so a
  * load reads only the events after the remembered version (one point lookup when nothing is
  * newer) instead of the snapshot plus its tail. Like a snapshot it is a cache: every load still
  * reads the log after it, so another process's writes are seen, and the append's expected version
- * decides races as before. States are copied in and out, so no caller shares them.
+ * decides races as before. States are copied in and out, so no caller shares them. With
+ * `watched`, a load the bus vouches for reads nothing at all; a command still never trusts it: a
+ * command that is not appended on the remembered state at once is decided on a read of the log.
  */
 export class CachingCommandHandler<State, Command, Event extends EventData> extends CommandHandler<
   State,
@@ -35,25 +53,47 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
   private readonly cache = new Map<string, CachedState<State>>();
   private readonly every: number | undefined;
   private readonly snapshotOptions: CommandHandlerOptions['snapshot'];
+  private readonly watched: StreamWatch | undefined;
+  /** Streams a command is being decided on after a read (by key, how many): their loads read. */
+  private readonly deciding = new Map<string, number>();
 
   constructor(
     private readonly log: EventStore,
     private readonly rules: Decider<State, Command, Event>,
-    options: CommandHandlerOptions = {},
+    options: CachingCommandHandlerOptions = {},
     private readonly capacity = DEFAULT_CAPACITY,
   ) {
     super(log, rules, options);
     this.every = options.snapshot?.every;
     this.snapshotOptions = options.snapshot;
+    this.watched = options.watched;
   }
 
   override async load(tenantId: string, streamName: string): Promise<LoadedState<State>> {
     const key = cacheKey(tenantId, streamName);
     const cached = this.cache.get(key);
+    if (
+      cached &&
+      !this.deciding.has(key) &&
+      this.watched?.isCurrentAt(tenantId, streamName, cached.version)
+    ) {
+      return { ...loadedAt(cached), state: structuredClone(cached.state) };
+    }
+    // Watched before the read starts, so the read vouches for the state it ends at.
+    const mark = await this.watched?.watch(tenantId, streamName);
+    const loaded = await this.read(tenantId, streamName);
+    this.watched?.verified(tenantId, streamName, loaded.version, mark);
+    return loaded;
+  }
+
+  /** The state after reading the log: the events after the remembered version, or snapshot and tail. */
+  private async read(tenantId: string, streamName: string): Promise<LoadedState<State>> {
+    const key = cacheKey(tenantId, streamName);
+    const cached = this.cache.get(key);
     if (!cached) {
       const loaded = await super.load(tenantId, streamName);
       const snapshotVersion = loaded.version - loaded.eventsFolded;
-      this.remember(key, { state: loaded.state, version: loaded.version, snapshotVersion });
+      this.remember(key, { state: structuredClone(loaded.state), version: loaded.version, snapshotVersion });
       return loaded;
     }
     const events = await this.log.read(tenantId, streamName, { fromVersion: cached.version + 1 });
@@ -65,13 +105,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
         ? { state: structuredClone(state), version, snapshotVersion: cached.snapshotVersion }
         : cached,
     );
-    // Told as "from a snapshot" at the snapshot's version, so snapshots are taken as often as without the cache.
-    return {
-      state,
-      version,
-      eventsFolded: version - cached.snapshotVersion,
-      fromSnapshot: cached.snapshotVersion > 0,
-    };
+    return { ...loadedAt({ version, snapshotVersion: cached.snapshotVersion }), state };
   }
 
   /**
@@ -181,8 +215,18 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     command: Command,
     options: HandleOptions,
   ): Promise<HandledCommand<State>> {
-    const handled = await super.handle(tenantId, streamName, command, options);
     const key = cacheKey(tenantId, streamName);
+    // Every load of this attempt and its retries reads the log, whatever the watch says: it is
+    // here because the remembered state did not take the command, or the log moved past it.
+    this.deciding.set(key, (this.deciding.get(key) ?? 0) + 1);
+    let handled: HandledCommand<State>;
+    try {
+      handled = await super.handle(tenantId, streamName, command, options);
+    } finally {
+      const left = this.deciding.get(key)! - 1;
+      if (left === 0) this.deciding.delete(key);
+      else this.deciding.set(key, left);
+    }
     const before = this.cache.get(key);
     if (handled.events.length > 0 && before) {
       // The state after this command's own events: the next load starts from it.
@@ -207,5 +251,18 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     if (this.cache.size > this.capacity) this.cache.delete(this.cache.keys().next().value!);
   }
 }
+
+/**
+ * A load's account of a remembered state: told as "from a snapshot" at the snapshot's version, so
+ * snapshots are taken as often as without the cache.
+ */
+const loadedAt = ({
+  version,
+  snapshotVersion,
+}: Pick<CachedState<unknown>, 'version' | 'snapshotVersion'>): Omit<LoadedState<unknown>, 'state'> => ({
+  version,
+  eventsFolded: version - snapshotVersion,
+  fromSnapshot: snapshotVersion > 0,
+});
 
 const cacheKey = (tenantId: string, streamName: string): string => `${tenantId}\u0000${streamName}`;

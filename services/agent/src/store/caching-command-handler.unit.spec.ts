@@ -1,5 +1,5 @@
 import type { Decider, EventData, EventStore, ReadStreamOptions } from '@keel/core';
-import { CommandHandler, InMemoryEventStore } from '@keel/core';
+import { CommandHandler, InMemoryEventBus, InMemoryEventStore, WatchedStreams } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { CachingCommandHandler } from './caching-command-handler.js';
 
@@ -129,5 +129,50 @@ describe('CachingCommandHandler', () => {
     mine.rememberedAt('acme', 'tally-1', 2)!.state.items.push(99);
     expect(mine.rememberedAt('acme', 'tally-1', 2)!.state.items).toEqual([1, 2]);
     expect(reads).toEqual([]);
+  });
+
+  describe('with a watch on the bus (configuration streams)', () => {
+    /** Another process: its own handler, publishing what it appends as a writer's fast path does. */
+    const setup = () => {
+      const { store, reads } = countingStore();
+      const bus = new InMemoryEventBus({ logger: { warn: () => {}, error: () => {} } });
+      const mine = new CachingCommandHandler(store, tally, {
+        watched: new WatchedStreams(bus),
+        maxRetries: 1,
+        retryDelayMs: () => 0,
+      });
+      const theirs = new CommandHandler(store, tally);
+      const theirAdd = async (n: number, publish = true) => {
+        const handled = await theirs.handle('acme', 'tally-1', { add: n });
+        if (publish) await bus.publish(handled.events);
+      };
+      return { mine, theirAdd, reads };
+    };
+
+    it('a load reads nothing while the bus tells of no newer event, and reads once one arrives', async () => {
+      const { mine, theirAdd, reads } = setup();
+      await theirAdd(1);
+      await mine.load('acme', 'tally-1');
+      reads.length = 0;
+      expect((await mine.load('acme', 'tally-1')).state.total).toBe(1);
+      await mine.handle('acme', 'tally-1', { add: 2 });
+      expect((await mine.load('acme', 'tally-1')).state.total).toBe(3);
+      expect(reads).toEqual([]);
+      await theirAdd(10);
+      reads.length = 0;
+      expect((await mine.load('acme', 'tally-1')).state).toEqual({ total: 13, items: [1, 2, 10] });
+      expect(reads).toEqual([{ from: 3, events: 1 }]);
+    });
+
+    it('a command is never decided on the vouched state alone: refused at its version, it reads the log though the watch still vouches', async () => {
+      const { mine, theirAdd, reads } = setup();
+      await mine.load('acme', 'tally-1');
+      await theirAdd(10, false); // its event has not arrived on the bus yet
+      expect((await mine.load('acme', 'tally-1')).state.total).toBe(0); // the documented staleness
+      reads.length = 0;
+      const handled = await mine.handle('acme', 'tally-1', { add: 1 });
+      expect(handled).toMatchObject({ version: 2, state: { total: 11, items: [10, 1] } });
+      expect(reads).toEqual([{ from: 1, events: 1 }]);
+    });
   });
 });

@@ -5,6 +5,7 @@ import { TENANT_CONFIG_CATEGORY } from '@keel/events';
 import { EgressPolicy } from '@keel/runtime/egress';
 import type { TenantConfig, TenantConfigCommand } from './tenant-config.decider.js';
 import { createTenantConfigDecider } from './tenant-config.decider.js';
+import type { StreamWatch } from '../store/caching-command-handler.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
 import type { CallContext } from '../call-context.js';
 import { eventMetadata } from '../call-context.js';
@@ -13,10 +14,17 @@ import { eventMetadata } from '../call-context.js';
 export class TenantConfigService {
   private readonly handler: CommandHandler<TenantConfig, TenantConfigCommand, TenantConfigEvent>;
 
-  /** `egress` judges the URLs tenants aim (KEEL_EGRESS_ALLOW); default: no range opened. */
-  constructor(store: EventStore, egress: EgressPolicy = new EgressPolicy()) {
-    // Remembers the tenants' configurations: a load reads only the newer events.
+  /**
+   * `egress` judges the URLs tenants aim (KEEL_EGRESS_ALLOW); default: no range opened. With
+   * `watched` (the process's WatchedStreams), a load reads nothing while the bus tells of no newer
+   * event: a change made through another agent process is used once its event arrives on the bus
+   * (a millisecond or two after its commit), not by the very next message. A change made through
+   * this process is used at once (its own append updates what it remembers).
+   */
+  constructor(store: EventStore, egress: EgressPolicy = new EgressPolicy(), watched?: StreamWatch) {
+    // Remembers the tenants' configurations: a load reads only the newer events, or none.
     this.handler = new CachingCommandHandler(store, createTenantConfigDecider(egress), {
+      ...(watched ? { watched } : {}),
       // v3: the state holds `mcpServers` (v2: `teams`; an older snapshot has neither).
       snapshot: { name: 'tenant-config-v3', every: 20 },
       // A configuration write is last-writer-wins: concurrent PUTs of one tenant all land, in
