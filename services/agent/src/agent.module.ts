@@ -105,7 +105,8 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
     {
       provide: DefaultsService,
       inject: [KEEL_INFRA],
-      useFactory: (infra: Infrastructure) => new DefaultsService(infra.store),
+      // Watched: defaults put through another agent process apply once their event is on the bus.
+      useFactory: (infra: Infrastructure) => new DefaultsService(infra.store, infra.watched),
     },
     // MCP servers are tenant URLs: listed through the same egress policy as every tenant URL.
     { provide: MCP_LISTER, useFactory: () => createMcpLister(egressPolicyFromEnv()) },
@@ -118,7 +119,9 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
       provide: TenantConfigService,
       inject: [KEEL_INFRA],
       // KEEL_EGRESS_ALLOW: the ranges a tenant's webhook or provider URL may name though not public.
-      useFactory: (infra: Infrastructure) => new TenantConfigService(infra.store, egressPolicyFromEnv()),
+      // Watched: a change made through another agent process is used once its event is on the bus.
+      useFactory: (infra: Infrastructure) =>
+        new TenantConfigService(infra.store, egressPolicyFromEnv(), infra.watched),
     },
     {
       provide: CONVERSATION_INDEX,
