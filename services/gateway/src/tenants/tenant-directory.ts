@@ -1,8 +1,8 @@
-import type { RecordedEvent } from '@keel/core';
+import type { RecordedEvent, WatchedStreams, WatchMark } from '@keel/core';
 import { asDecided, KeelError, ownValue, UnavailableError } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
-import type { OnModuleInit } from '@nestjs/common';
+import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Inject, Injectable } from '@nestjs/common';
 import type { RegisteredTenant, TenantRegistry } from './tenant-registry.decider.js';
 import { registeredTenant, tenantRegistryDecider } from './tenant-registry.decider.js';
@@ -18,32 +18,63 @@ export interface KeyEntry {
   revoked: boolean;
 }
 
+/** How long a registry write waits to see its own event arrive on the bus before answering anyway. */
+export const REGISTRY_PUBLISH_WAIT_MS = 2_000;
+
+/** How long a read waits for the registry's watch to be live before reading without it (NATS stuck). */
+const WATCH_LIVE_WAIT_MS = 1_000;
+
 /**
  * The gateway's in-process read model of the tenant registry: tenants, and keys by hash for auth.
  *
- * Freshness: `catchUp()` reads the registry stream after the version this process has folded (one
- * indexed point read, usually empty), and auth calls it on every request before trusting a key.
- * A revocation is committed to the store before its DELETE answers 204, so any request that
- * starts after that answer, on any gateway instance, sees it: the key stops working at once.
- * The bus is not used for this: its delivery (via the outbox relay) lags the commit, so it could
- * not give "at once". Concurrent callers share reads, but a caller never shares a read that
- * started before it arrived.
+ * Freshness, with the bus's watch (WatchedStreams): `catchUp()` trusts the folded state while the
+ * watch vouches for it (live before the last read of the log, no newer registry event seen on the
+ * bus since, that read under KEEL_WATCH_MAX_AGE_MS old), and otherwise reads the registry stream
+ * after the version folded. Registry events seen on the bus that directly follow the fold are
+ * folded as they arrive (versions are dense, a published event is committed). So auth reads the
+ * log at most once per max age, plus once after a registry change it did not fold from the bus.
+ *
+ * "The key stops working at once" (API.md), precisely: the gateway that handles a registry write
+ * (a revocation) folds its own commit before answering, and waits (at most
+ * REGISTRY_PUBLISH_WAIT_MS) until its own watch has received the commit's event from NATS; every
+ * other gateway instance is subscribed to the same subject on the same server, which sends it to
+ * all of them as it takes it, so a request that reaches any instance after the 204 is refused
+ * (unless that instance has not yet handled a message already on its socket: a millisecond or
+ * so). The failure case: a publish lost (NATS down, or an instance disconnected and missing it)
+ * leaves another instance trusting its fold until its last read is KEEL_WATCH_MAX_AGE_MS old
+ * (5 s by default): the revocation then takes at most that long there; the writer logs a
+ * warning when it answered without seeing its event. Without a watch (fast path off, no bus)
+ * every `catchUp()` reads, as before: then at once means the next request, on any instance.
+ * Concurrent callers share reads, but a caller never shares a read that started before it arrived.
  */
 @Injectable()
-export class TenantDirectory implements OnModuleInit {
+export class TenantDirectory implements OnModuleInit, OnModuleDestroy {
   private state: TenantRegistry = tenantRegistryDecider.initialState();
   private folded = 0;
   private readonly byHash = new Map<string, KeyEntry>();
   private running: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
+  /** The highest registry version seen on this process's watch, and who waits for one. */
+  private heard = 0;
+  private readonly hearing = new Set<{ version: number; heard: () => void }>();
+  private watching: { unsubscribe(): void } | undefined;
 
   constructor(
     @Inject(KEEL_INFRA) private readonly infra: Infrastructure,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
+    /** How long a write waits to see its event on the bus (tests shorten it). */
+    private readonly publishWaitMs = REGISTRY_PUBLISH_WAIT_MS,
   ) {}
 
-  /** Rebuilds the read model from the log before the gateway serves. */
+  /** Watches the registry on the bus, then rebuilds the read model from the log before the gateway serves. */
   async onModuleInit(): Promise<void> {
+    if (this.watched) {
+      // Subscribed before WatchedStreams' watch, whose round trip then makes both live.
+      this.watching = this.infra.bus.watch?.(
+        { tenantId: PLATFORM_TENANT_ID, streamName: TENANT_REGISTRY_STREAM },
+        (event) => this.onWatched(event),
+      );
+    }
     await this.catchUp();
     this.logger.info(
       { tenants: Object.keys(this.state.tenants).length, keys: this.byHash.size, version: this.folded },
@@ -51,13 +82,49 @@ export class TenantDirectory implements OnModuleInit {
     );
   }
 
+  onModuleDestroy(): void {
+    this.watching?.unsubscribe();
+    for (const waiter of this.hearing) waiter.heard();
+  }
+
   /** The registry version folded so far. */
   get version(): number {
     return this.folded;
   }
 
-  /** Folds every registry event committed before this call. */
+  /**
+   * Brings the fold up to date: at once when the watch vouches for it (see the class comment),
+   * else by reading every registry event committed before this call.
+   */
   catchUp(): Promise<void> {
+    const watched = this.watched;
+    if (watched?.isCurrentAt(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, this.folded)) {
+      return Promise.resolve();
+    }
+    return this.read();
+  }
+
+  /**
+   * After this process committed registry events: folds them at once (reading the log if it was
+   * behind them), then waits until the watch has received the last of them from the bus, at most
+   * `publishWaitMs` (see the class comment for what that makes of "at once").
+   */
+  async written(events: readonly RecordedEvent[]): Promise<void> {
+    const last = events.at(-1)?.version;
+    if (last === undefined) return;
+    for (const event of events) this.apply(event);
+    if (this.folded < last) await this.read();
+    if (!this.watching) return;
+    if (!(await this.heardUpTo(last))) {
+      this.logger.warn(
+        { version: last, waitedMs: this.publishWaitMs },
+        'registry write not seen on the bus: other gateways see it within KEEL_WATCH_MAX_AGE_MS',
+      );
+    }
+  }
+
+  /** Folds every registry event committed before this call (a caller never shares an older read). */
+  private read(): Promise<void> {
     if (!this.running) {
       this.running = this.readNew().finally(() => {
         this.running = undefined;
@@ -69,7 +136,7 @@ export class TenantDirectory implements OnModuleInit {
       .catch(() => undefined)
       .then(() => {
         this.queued = undefined;
-        return this.catchUp();
+        return this.read();
       });
     return this.queued;
   }
@@ -89,7 +156,14 @@ export class TenantDirectory implements OnModuleInit {
     return Object.entries(this.state.tenants).flatMap(([id, tenant]) => (tenant.id === id ? [tenant] : []));
   }
 
+  /** The process's watched streams, when the bus watches (not in unit tests without one). */
+  private get watched(): WatchedStreams | undefined {
+    const watched = this.infra.watched as WatchedStreams | undefined;
+    return watched?.enabled ? watched : undefined;
+  }
+
   private async readNew(): Promise<void> {
+    const mark = await this.watchMark();
     let events: RecordedEvent[];
     try {
       events = await this.infra.store.read(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, {
@@ -102,6 +176,55 @@ export class TenantDirectory implements OnModuleInit {
       throw new UnavailableError('the tenant registry cannot be read now', { cause: error });
     }
     for (const event of events) this.apply(event);
+    // The log was read to the fold (an event out of line would leave it behind: not vouched for).
+    const readTo = events.at(-1)?.version ?? this.folded;
+    if (readTo === this.folded) {
+      this.watched?.verified(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, readTo, mark);
+    }
+  }
+
+  /** The watch's mark for a read about to start; none (the read vouches for nothing) if not live soon. */
+  private async watchMark(): Promise<WatchMark | undefined> {
+    const watched = this.watched;
+    if (!watched) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), WATCH_LIVE_WAIT_MS).unref();
+    });
+    try {
+      return await Promise.race([watched.watch(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A registry event seen on the bus: folded when it follows the fold, and counted as heard. */
+  private onWatched(event: RecordedEvent): void {
+    if (event.tenantId !== PLATFORM_TENANT_ID || event.streamName !== TENANT_REGISTRY_STREAM) return;
+    this.apply(event);
+    if (event.version <= this.heard) return;
+    this.heard = event.version;
+    for (const waiter of this.hearing) if (waiter.version <= this.heard) waiter.heard();
+  }
+
+  /** Resolves true once the watch has received `version`, false after `publishWaitMs`. */
+  private heardUpTo(version: number): Promise<boolean> {
+    if (this.heard >= version) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = {
+        version,
+        heard: () => {
+          clearTimeout(timer);
+          this.hearing.delete(waiter);
+          resolve(true);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.hearing.delete(waiter);
+        resolve(false);
+      }, this.publishWaitMs);
+      this.hearing.add(waiter);
+    });
   }
 
   private apply(recorded: RecordedEvent): void {

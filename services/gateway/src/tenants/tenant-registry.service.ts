@@ -38,7 +38,10 @@ export interface KeyView {
 
 const hex = (): string => uuidv7().replace(/-/g, '');
 
-/** Writes to the tenant registry (operator routes) and refreshes the directory after each one. */
+/**
+ * Writes to the tenant registry (operator routes); each answers once this gateway's directory has
+ * folded the write and seen it on the bus (TenantDirectory says what that guarantees elsewhere).
+ */
 @Injectable()
 export class TenantRegistryService {
   private readonly handler: CommandHandler<TenantRegistry, TenantRegistryCommand, TenantRegistryEvent>;
@@ -87,7 +90,7 @@ export class TenantRegistryService {
     return { id: keyId, role, key };
   }
 
-  /** Revokes a key; it authenticates nothing from the moment this resolves. */
+  /** Revokes a key; it authenticates nothing from the moment this resolves (see TenantDirectory). */
   async revokeKey(tenantId: string, keyId: string, metadata: EventMetadata): Promise<void> {
     await this.run({ type: 'RevokeKey', tenantId, keyId, at: new Date().toISOString() }, metadata);
   }
@@ -121,9 +124,12 @@ export class TenantRegistryService {
     return this.directory.tenants().map(viewOf);
   }
 
+  /** Commits the command, then has the directory fold it and see it on the bus before answering. */
   private async run(command: TenantRegistryCommand, metadata: EventMetadata): Promise<void> {
-    await this.handler.handle(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, command, { metadata });
-    await this.directory.catchUp();
+    const handled = await this.handler.handle(PLATFORM_TENANT_ID, TENANT_REGISTRY_STREAM, command, {
+      metadata,
+    });
+    await this.directory.written(handled.events);
   }
 }
 

@@ -1,4 +1,5 @@
-import { InMemoryEventStore, NotFoundError, UnavailableError } from '@keel/core';
+import type { RecordedEvent } from '@keel/core';
+import { InMemoryEventStore, NotFoundError, UnavailableError, WatchedStreams } from '@keel/core';
 import type { Infrastructure } from '@keel/runtime';
 import { createLogger } from '@keel/runtime';
 import { describe, expect, it } from 'vitest';
@@ -69,5 +70,47 @@ describe('TenantRegistryService', () => {
       createLogger('gateway', { level: 'silent' }),
     );
     await expect(directory.catchUp()).rejects.toBeInstanceOf(UnavailableError);
+  });
+
+  it('with a watch, answers a write once the bus has delivered it, or after publishWaitMs when it never does; reads the log only when the watch does not vouch', async () => {
+    const store = new InMemoryEventStore();
+    const watchers = new Set<(event: RecordedEvent) => void>();
+    let delivering = true;
+    // This process's commits published on the bus (the fast path), while `delivering`.
+    store.onCommitted((events) => {
+      if (delivering) for (const event of events) for (const watcher of watchers) watcher(event);
+    });
+    const bus = {
+      watch: (_stream: unknown, onEvent: (event: RecordedEvent) => void) => {
+        watchers.add(onEvent);
+        return { unsubscribe: () => watchers.delete(onEvent) };
+      },
+      ping: () => Promise.resolve(),
+    };
+    const infra = { store, bus, watched: new WatchedStreams(bus) } as unknown as Infrastructure;
+    const directory = new TenantDirectory(infra, createLogger('gateway', { level: 'silent' }), 100);
+    await directory.onModuleInit();
+    const registry = new TenantRegistryService(infra, directory);
+    const tenant = await registry.createTenant('Acme', {});
+    const key = await registry.issueKey(tenant.id, 'viewer', undefined, {});
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = (...args) => {
+      reads++;
+      return read(...args);
+    };
+    await directory.catchUp();
+    expect(reads).toBe(0);
+
+    delivering = false;
+    const startedAt = Date.now();
+    await registry.revokeKey(tenant.id, key.id, {});
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(95);
+    // Folded by the writer itself; the handler's load read the stream, the directory did not.
+    expect(directory.keyByHash(hashApiKey(key.key))).toMatchObject({ revoked: true });
+    const readsByWrite = reads;
+    await directory.catchUp();
+    expect(reads).toBe(readsByWrite);
+    directory.onModuleDestroy();
   });
 });
