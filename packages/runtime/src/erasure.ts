@@ -67,7 +67,13 @@ export const conversationSealing = async (
   config: KeelConfig,
   rawStore: EventStoreAdapter,
   logger: KeelLogger,
-): Promise<{ store: EventStoreAdapter; sealer: EventSealer; erasure: ConversationErasure }> => {
+): Promise<{
+  store: EventStoreAdapter;
+  sealer: EventSealer;
+  erasure: ConversationErasure;
+  /** Connect it to the bus's ephemeral channel: a key destroyed anywhere is forgotten here at once. */
+  keyring: DataKeyring;
+}> => {
   const masterKey = readEnv('KEEL_MASTER_KEY');
   const sealing = typeof masterKey === 'string';
   if (!sealing)
@@ -98,7 +104,7 @@ export const conversationSealing = async (
       return sealer.openValue(tenantId, keyStream, stored, `${purpose}|${tenantId}|${keyStream}`);
     },
   };
-  return { store: sealingStore(rawStore, sealer), sealer, erasure };
+  return { store: sealingStore(rawStore, sealer), sealer, erasure, keyring };
 };
 
 const dataKeyStore = async (config: KeelConfig, store: EventStoreAdapter): Promise<DataKeyStore> => {

@@ -199,6 +199,8 @@ export async function createInfrastructure(
   const store = upcastingReads(sealing.store, upcasters);
   // The relay publishes commits as stored (sealed); consumers get them opened and upcast.
   const sealedBus = new SealingEventBus(rawBus, sealing.sealer, (event) => upcasters.upcast(event));
+  // Data keys destroyed by any process are forgotten here as soon as that is announced.
+  const erasures = sealing.keyring.connect(rawBus.ephemeral);
   const bus = new TrackingEventBus(sealedBus, { watch: fastPath });
   const maxAge = readEnv('KEEL_WATCH_MAX_AGE_MS');
   const watched = new WatchedStreams(bus, maxAge === undefined ? {} : { maxAgeMs: Number(maxAge) });
@@ -222,6 +224,8 @@ export async function createInfrastructure(
     const consumers = await bus.stopConsumers();
     logger.info({ step: 'consumers-drained', consumers }, 'shutdown: consumers drained');
     await relay.stop();
+    // After the outbox flush: an erasure it publishes is still announced.
+    erasures.unsubscribe();
     logger.info(
       { step: 'outbox-flushed', published: relay.stats.published, position: relay.stats.position },
       'shutdown: outbox flushed',

@@ -1,8 +1,11 @@
 import { ValidationError } from '../errors/index.js';
 import { assertTenantId } from '../typing/index.js';
 
-/** Kinds of ephemeral messages: token deltas of a turn, and cancel signals. */
-export type EphemeralKind = 'deltas' | 'cancel';
+/**
+ * Kinds of ephemeral messages: token deltas of a turn, cancel signals, and `erased`: a stream's
+ * data key was destroyed (the topic's `conversationId` is then the stream's name; see DataKeyring).
+ */
+export type EphemeralKind = 'deltas' | 'cancel' | 'erased';
 
 /** Where an ephemeral message goes: a kind, a tenant, a conversation. */
 export interface EphemeralTopic {
@@ -41,7 +44,7 @@ export interface EphemeralChannel {
 
 /** Validates a topic (tenant alphabet, non-empty conversation id of bounded length). */
 export const checkEphemeralTopic = (topic: EphemeralScope): void => {
-  if (topic.kind !== 'deltas' && topic.kind !== 'cancel') {
+  if (topic.kind !== 'deltas' && topic.kind !== 'cancel' && topic.kind !== 'erased') {
     throw new ValidationError(`unknown ephemeral kind ${String(topic.kind)}`, { field: 'kind' });
   }
   if (topic.tenantId !== undefined) assertTenantId(topic.tenantId);
