@@ -4,11 +4,12 @@
  * key and one agent whose model is the fake OpenAI server, and readers of both SSE dialects.
  */
 import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { InMemoryDeadLetters, InMemoryInbox } from '@keel/core';
 import { NatsEventBus } from '@keel/core/nats';
 import { SecretBox } from '@keel/runtime';
@@ -17,6 +18,7 @@ import { freshName } from './lib/infra.js';
 import { now } from './lib/stats.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const run = promisify(execFile);
 
 /** A started service process. */
 export interface ServiceProcess {
@@ -146,11 +148,18 @@ export async function startBenchPlatform(
   try {
     started.push(
       ...(await Promise.all([
-        startService('agent', 'services/agent/src/main.ts', {
-          ...env,
-          GRPC_PORT: String(agentPort),
-          KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
-        }),
+        startService(
+          'agent',
+          'services/agent/src/main.ts',
+          {
+            ...env,
+            GRPC_PORT: String(agentPort),
+            KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
+          },
+          undefined,
+          // BENCH_GATEWAY_CPU_PROFILE profiles the agent too, over its inspector.
+          process.env.BENCH_GATEWAY_CPU_PROFILE ? ['--inspect=127.0.0.1:0'] : [],
+        ),
         startService('tools', 'services/tools/src/main.ts', { ...env, GRPC_PORT: String(toolsPort) }),
         startService(
           'gateway',
@@ -200,6 +209,10 @@ async function configureTenant(base: string, operatorKey: string, fakeUrl: strin
   const tenant = await post('/v1/tenants', operatorKey, { name: 'Bench' });
   const admin = await post(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'admin' });
   const editor = await post(`/v1/tenants/${tenant.id}/keys`, operatorKey, { role: 'editor' });
+  // BENCH_GATEWAY_BUDGET_USD: a monthly budget, so every turn is admitted through a reservation.
+  const budget = process.env.BENCH_GATEWAY_BUDGET_USD;
+  if (budget)
+    await post(`/v1/tenants/${tenant.id}/budget`, operatorKey, { monthlyUsd: Number(budget) }, 'PUT');
   await post('/v1/providers/openai', admin.key!, { baseUrl: fakeUrl, apiKey: 'sk-bench' }, 'PUT');
   await post('/v1/agents/bench', admin.key!, { model: 'openai:gpt-4o-mini', maxSteps: 2 }, 'PUT');
   return editor.key!;
@@ -365,6 +378,45 @@ export async function cpuProfileDuring<T>(
     session.close();
   }
 }
+
+/** The pid of the process listening on TCP `port` (`ss -ltnp`), undefined when not found. */
+export const pidListeningOn = async (port: number): Promise<number | undefined> => {
+  const listing = await run('ss', ['-ltnpH', `sport = :${port}`]).catch(() => ({ stdout: '' }));
+  const pid = /pid=(\d+)/.exec(listing.stdout)?.[1];
+  return pid === undefined ? undefined : Number(pid);
+};
+
+/**
+ * The PostgreSQL database the run's FerretDB stores into, as the infra names it ("…, database
+ * keel_ferretdb_…"), with psql to ask its server about it; undefined on another backend.
+ */
+export const ferretDbPostgres = (mongoSource: string): { database: string } | undefined => {
+  const database = /database (keel_ferretdb_\w+)/.exec(mongoSource)?.[1];
+  return database ? { database } : undefined;
+};
+
+/**
+ * What PostgreSQL did for one database so far: transactions committed (one per FerretDB
+ * command, about) and the CPU ms of the backends connected to it now (FerretDB's pool keeps
+ * them). Undefined when psql cannot ask (another server, no psql).
+ */
+export const postgresWorkOf = async (
+  database: string,
+): Promise<{ transactions: number; backends: Map<number, number> } | undefined> => {
+  const url = process.env.KEEL_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+  const query = `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = '${database}') || ' ' || coalesce((SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE datname = '${database}'), '')`;
+  const answer = await run('psql', ['-X', '-A', '-t', '-d', url, '-c', query], { timeout: 10_000 }).catch(
+    () => undefined,
+  );
+  if (!answer) return undefined;
+  const [transactions, pids = ''] = answer.stdout.trim().split(' ');
+  const backends = new Map<number, number>();
+  for (const pid of pids.split(',').filter(Boolean).map(Number)) {
+    const ms = await cpuMsOf(pid).catch(() => undefined);
+    if (ms !== undefined) backends.set(pid, ms);
+  }
+  return { transactions: Number(transactions), backends };
+};
 
 /** CPU time a process has used so far, user + system, in ms (Linux /proc; clock ticks at 100 Hz). */
 export const cpuMsOf = async (pid: number): Promise<number> => {

@@ -21,6 +21,9 @@ import {
   cpuProfileDuring,
   heapUsedAfterGc,
   machineBusyMsOf,
+  pidListeningOn,
+  ferretDbPostgres,
+  postgresWorkOf,
   readSse,
   rssOf,
   startBenchPlatform,
@@ -69,6 +72,8 @@ interface StreamTiming {
   sentAtEpoch: number;
   /** Date.now() when the first token arrived. */
   firstAtEpoch: number;
+  /** Request sent → the response's headers (the gateway answers once the agent accepted the message), ms. */
+  accepted?: number;
   /** Why a stream did not complete (status and body start, or the error). */
   failure?: string;
 }
@@ -119,6 +124,7 @@ async function throughGateway(
   let firstAtEpoch = 0;
   let completed = false;
   let failure: string | undefined;
+  let accepted: number | undefined;
   try {
     const response = await fetch(`${platform.base}/v1/conversations/${conversationId}/messages`, {
       method: 'POST',
@@ -132,6 +138,7 @@ async function throughGateway(
     });
     if (response.status !== 200)
       throw new Error(`stream answered ${response.status}: ${await response.text()}`);
+    accepted = now() - start;
     onOpen();
     await readSse(response, (event: SseEvent) => {
       if (event.event === 'message.delta') {
@@ -155,6 +162,7 @@ async function throughGateway(
     completed,
     sentAtEpoch,
     firstAtEpoch,
+    ...(accepted !== undefined ? { accepted } : {}),
     ...(failure !== undefined ? { failure } : {}),
   };
 }
@@ -262,29 +270,73 @@ interface LoadFigures {
   /** The same with idle events feeds: none, then `STREAMS` open on finished conversations. */
   idleHeap: IdleHeap;
   /** CPU ms used during the load: by each platform process, and by the whole machine (all its work). */
-  cpu: { services: Record<string, number>; machine: number };
+  cpu: {
+    services: Record<string, number>;
+    machine: number;
+    /** PostgreSQL transactions committed in the run's FerretDB database (≈ its commands), when known. */
+    transactions?: number;
+  };
+  /** The load's start → each model request the fake received during it, ms (Date.now resolution). */
+  modelRequests: number[];
 }
 
-/** `work`, with the gateway's CPU profile written to BENCH_GATEWAY_CPU_PROFILE when that is set. */
+/**
+ * `work`, with the gateway's CPU profile written to BENCH_GATEWAY_CPU_PROFILE when that is set,
+ * and the agent's next to it (`<path>.agent.cpuprofile`).
+ */
 const profiled = <T>(platform: BenchPlatform, work: () => Promise<T>): Promise<T> => {
   const path = process.env.BENCH_GATEWAY_CPU_PROFILE;
-  const inspector = platform.gateway.inspectorUrl;
-  return path && inspector ? cpuProfileDuring(inspector, path, work) : work();
+  if (!path) return work();
+  return platform.services.reduce<() => Promise<T>>((inner, service) => {
+    if (!service.inspectorUrl) return inner;
+    const file = service === platform.gateway ? path : `${path}.${service.name}.cpuprofile`;
+    return () => cpuProfileDuring(service.inspectorUrl!, file, inner);
+  }, work)();
 };
 
-/** CPU ms each platform process and the machine use while `work` runs. */
+/**
+ * CPU ms each platform process, this client (parsing every stream), the run's FerretDB (when its
+ * process is found by its port) and the whole machine use while `work` runs.
+ */
 async function cpuDuring<T>(
   platform: BenchPlatform,
+  infra: BenchInfra,
   work: () => Promise<T>,
 ): Promise<{ result: T; cpu: LoadFigures['cpu'] }> {
-  const of = () => Promise.all(platform.services.map((service) => cpuMsOf(service.pid)));
-  const [before, machineBefore] = [await of(), await machineBusyMsOf()];
+  const ferretdb = await pidListeningOn(Number(new URL(infra.mongoUrl).port));
+  const watched = [
+    ...platform.services.map((service) => ({ name: service.name, pid: service.pid })),
+    ...(ferretdb !== undefined ? [{ name: 'FerretDB', pid: ferretdb }] : []),
+  ];
+  const of = () => Promise.all(watched.map(({ pid }) => cpuMsOf(pid).catch(() => Number.NaN)));
+  const postgres = ferretDbPostgres(infra.mongoSource);
+  const database = () => (postgres ? postgresWorkOf(postgres.database) : Promise.resolve(undefined));
+  const client = process.cpuUsage();
+  const [before, machineBefore, databaseBefore] = [await of(), await machineBusyMsOf(), await database()];
   const result = await work();
-  const [after, machineAfter] = [await of(), await machineBusyMsOf()];
-  const services = Object.fromEntries(
-    platform.services.map((service, i) => [service.name, after[i]! - before[i]!]),
-  );
-  return { result, cpu: { services, machine: machineAfter - machineBefore } };
+  const [after, machineAfter, databaseAfter] = [await of(), await machineBusyMsOf(), await database()];
+  const used = process.cpuUsage(client);
+  const services = Object.fromEntries([
+    ...watched.map(({ name }, i) => [name, after[i]! - before[i]!] as const),
+    ['this client', (used.user + used.system) / 1000] as const,
+  ]);
+  if (databaseBefore && databaseAfter) {
+    // Backends open before and after (FerretDB's pool): what they used in between, a lower bound.
+    let backendsMs = 0;
+    for (const [pid, ms] of databaseAfter.backends)
+      backendsMs += ms - (databaseBefore.backends.get(pid) ?? ms);
+    services['PostgreSQL backends'] = backendsMs;
+  }
+  const transactions =
+    databaseBefore && databaseAfter ? databaseAfter.transactions - databaseBefore.transactions : undefined;
+  return {
+    result,
+    cpu: {
+      services,
+      machine: machineAfter - machineBefore,
+      ...(transactions !== undefined ? { transactions } : {}),
+    },
+  };
 }
 
 interface IdleHeap {
@@ -327,7 +379,12 @@ async function measureIdleFeeds(platform: BenchPlatform, conversations: string[]
   return { before, withFeeds, open: opened };
 }
 
-async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: DeltaTap): Promise<LoadFigures> {
+async function measureLoad(
+  platform: BenchPlatform,
+  infra: BenchInfra,
+  fake: FakeOpenAI,
+  tap: DeltaTap,
+): Promise<LoadFigures> {
   // First, one stream at a time: the gateway's hop per token when the store is in memory.
   const relayAlone: number[] = [];
   for (const [i, id] of (await createConversations(platform, 10 + WARMUP)).entries()) {
@@ -366,7 +423,8 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
     }
   })();
   const started = now();
-  const { result: timings, cpu } = await cpuDuring(platform, () =>
+  const [startedAtEpoch, requestsBefore] = [Date.now(), fake.requests.length];
+  const { result: timings, cpu } = await cpuDuring(platform, infra, () =>
     profiled(platform, () =>
       Promise.all(
         conversations.map(async (id) => {
@@ -385,6 +443,10 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
     ),
   );
   const wallMs = now() - started;
+  const modelRequests = fake.requests
+    .slice(requestsBefore)
+    .filter((r) => r.path.endsWith('/chat/completions'))
+    .map((r) => r.receivedAt - startedAtEpoch);
   sampling = false;
   await sampler;
   await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -406,8 +468,20 @@ async function measureLoad(platform: BenchPlatform, fake: FakeOpenAI, tap: Delta
     heapOpen,
     idleHeap,
     cpu,
+    modelRequests,
   };
 }
+
+/**
+ * Where the load's first tokens wait: the agent accepting the message (POST → response headers,
+ * which the gateway sends once SubmitMessage returned), then the turn reaching the model (the
+ * load's start → each model request the fake received), then the first token at the client.
+ */
+const firstTokenSplitOf = (load: LoadFigures): string => {
+  const accepted = summarize(load.timings.flatMap((t) => (t.accepted === undefined ? [] : [t.accepted])));
+  const requests = summarize(load.modelRequests);
+  return `${STREAMS} streams, first token split: POST → accepted (response headers: SubmitMessage done) p50 ${f(accepted.p50)} / p99 ${f(accepted.p99)} ms (n ${accepted.n}); the load's start → the fake receives a model request p50 ${f(requests.p50)} / p99 ${f(requests.p99)} ms (n ${requests.n}).`;
+};
 
 /** Where the load's CPU went: per process and per turn, and the machine's busy share. */
 const cpuNote = (load: LoadFigures): string => {
@@ -416,7 +490,11 @@ const cpuNote = (load: LoadFigures): string => {
     .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s (${perTurn(ms)} ms per turn)`)
     .join(', ');
   const busy = (100 * load.cpu.machine) / (load.wallMs * cpus().length);
-  return `CPU during the load: ${services}; the machine (${cpus().length} cores, FerretDB, PostgreSQL, NATS, this client and other work on it) was busy ${busy.toFixed(0)} % of the wall time, ${perTurn(load.cpu.machine)} ms per turn.`;
+  const transactions =
+    load.cpu.transactions !== undefined
+      ? ` PostgreSQL committed ${load.cpu.transactions} transactions in the run's database (${perTurn(load.cpu.transactions)} per turn, about one per FerretDB command).`
+      : '';
+  return `CPU during the load: ${services}; the machine (${cpus().length} cores: these, PostgreSQL, NATS and any other work on it) was busy ${busy.toFixed(0)} % of the wall time, ${perTurn(load.cpu.machine)} ms per turn.${transactions}`;
 };
 
 /** Heap bytes per stream between two GC'd heaps, in KB. */
@@ -443,7 +521,9 @@ async function run(infra: BenchInfra): Promise<BenchReport> {
       LOAD_ON === 'dev'
         ? startDevPlatform(infra, fake.url, STREAMS)
         : startBenchPlatform(infra, fake.url, STREAMS);
-    const load = await withPlatform(loadPlatform, infra, (platform, tap) => measureLoad(platform, fake, tap));
+    const load = await withPlatform(loadPlatform, infra, (platform, tap) =>
+      measureLoad(platform, infra, fake, tap),
+    );
     const report = reportOf(overhead, load, infra);
     await writeFile(RESULTS, markdownOf(report, overhead, load, infra));
     return report;
@@ -533,6 +613,9 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures, infra: BenchInfr
       LOAD_ON === 'dev'
         ? `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart; \`npm start\`'s one process (gateway, agent, tools, audit, pricing) with the store in memory and the bus on NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the whole process's, an upper bound of the gateway's).`
         : `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart), gateway, agent and tools as separate processes on the run's store (${infra.mongoBackend}) and NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the gateway process's own.`,
+      process.env.BENCH_GATEWAY_BUDGET_USD
+        ? `The tenant has a monthly budget of ${process.env.BENCH_GATEWAY_BUDGET_USD} USD (BENCH_GATEWAY_BUDGET_USD): every turn is admitted by a reservation on its month's budget stream.`
+        : 'The tenant has no budget (admission reserves nothing; each ended turn is still settled on its month).',
     ],
     rows,
     notes: [
@@ -541,6 +624,7 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures, infra: BenchInfr
       `The gateway's own hop per token (the delta on NATS, as a subscriber next to it sees it → the SSE frame parsed by the client): p50 ${f(summarize(overhead.relay).p50)} / p99 ${f(summarize(overhead.relay).p99)} ms alone on FerretDB, p50 ${f(summarize(load.relayAlone).p50)} / p99 ${f(summarize(load.relayAlone).p99)} ms alone on the load platform (${LOAD_ON === 'dev' ? 'store in memory' : 'the same processes and store'}) (a delta that names a log version the feed has already sent is written without a store read; the feed reads the log first only when a delta is ahead of it, and every poll interval), p50 ${f(summarize(load.relay).p50)} / p99 ${f(summarize(load.relay).p99)} ms with ${STREAMS} streams (the client parsing ${STREAMS} streams shares this process's CPU).`,
       `${STREAMS} streams: ${completed}/${STREAMS} completed (${((100 * completed) / STREAMS).toFixed(1)} %) in ${(load.wallMs / 1000).toFixed(1)} s; time to first token p50 ${f(loadTtft.p50)} / p99 ${f(loadTtft.p99)} ms; token gaps p50 ${f(loadGaps.p50)} / p99 ${f(loadGaps.p99)} ms (the fake pauses ${LOAD_TOKEN_MS} ms).`,
       ...failuresOf(load.timings),
+      firstTokenSplitOf(load),
       cpuNote(load),
       `Gateway RSS: ${mb(load.rssBefore)} MB before, ${mb(load.rssAtMaxOpen)} MB with ${load.maxOpen} streams open (peak ${mb(load.rssPeak)} MB), ${mb(load.rssAfter)} MB 2 s after: ≈ ${(perStream / 1024).toFixed(0)} KB per open stream (the RSS keeps what the heap grew to under load, garbage included).`,
       `Gateway heap after a full GC (its inspector): ${mb(load.heapBefore)} MB before, ${mb(load.heapWithTurns)} MB with ${load.heapOpen} turn streams open (tokens in flight): ${kbPerStream(load.heapBefore, load.heapWithTurns, load.heapOpen)} KB per open turn stream; ${mb(load.idleHeap.before)} → ${mb(load.idleHeap.withFeeds)} MB with ${load.idleHeap.open} idle events feeds open: ${kbPerStream(load.idleHeap.before, load.idleHeap.withFeeds, load.idleHeap.open)} KB per idle stream.`,
