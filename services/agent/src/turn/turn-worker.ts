@@ -158,7 +158,7 @@ export class TurnWorker {
     // fail its expected version and be decided again on a fresh load (a wasted call, no double effect).
     const { state, version } =
       (delivery.deliveryCount === 1 && delivery.replayOf === undefined
-        ? conversations.handler.rememberedAt(event.tenantId, event.streamName, event.version)
+        ? await this.heldAt(event)
         : undefined) ?? (await conversations.handler.load(event.tenantId, event.streamName));
     const later =
       version > event.version
@@ -169,6 +169,20 @@ export class TurnWorker {
         : [];
     const due = dueStep(event, state, later);
     if (due.kind === 'model-step') await this.runStep(event, state, due.turn, version);
+  }
+
+  /**
+   * The conversation as this process holds it at exactly the trigger's version, if it does. A
+   * bus that delivers during the append (the in-memory one) hands the trigger over before its
+   * writer has remembered the state: on a miss it is asked once more after the writer's
+   * continuation has run (one turn of the event loop, before a read that costs far more).
+   */
+  private async heldAt(event: RecordedEvent): Promise<{ state: Conversation; version: number } | undefined> {
+    const { handler } = this.deps.conversations;
+    const held = handler.rememberedAt(event.tenantId, event.streamName, event.version);
+    if (held) return held;
+    await new Promise((resolve) => setImmediate(resolve));
+    return handler.rememberedAt(event.tenantId, event.streamName, event.version);
   }
 
   /**

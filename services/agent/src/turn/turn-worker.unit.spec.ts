@@ -123,6 +123,8 @@ const setup = async (
       if (!run) return;
       const call = requested.get(data.toolCallId)!.data as { name: string; args: unknown; turnId: string };
       executed.push(data.toolCallId);
+      // The tools service is another process: its outcome never arrives within the append that asked.
+      await new Promise((resolve) => setImmediate(resolve));
       await store.append('acme', streamName('toolcall', data.toolCallId), [
         {
           type: 'ToolCallExecuted',
@@ -217,6 +219,28 @@ describe('turn worker', () => {
     expect(events.map((e) => [e.type, e.metadata.correlationId]).filter(([, c]) => c !== 'req-1')).toEqual(
       [],
     );
+  });
+
+  it('runs each step of a turn this process wrote on the state it holds: no read of the conversation before a model call', async () => {
+    const t = await setup({
+      'where is order 7?': [
+        { toolCalls: [{ toolCallId: 'call_1', name: 'lookup', args: { id: '7' } }] },
+        { text: 'Order 7 ships tomorrow.' },
+      ],
+    });
+    stop = t.stop;
+    const { id } = await t.conversations.create(ctx, { agentId: 'support' });
+    // Each read of the conversation, with the model calls made by then.
+    const readsAt: number[] = [];
+    const read = t.store.read.bind(t.store);
+    t.store.read = (tenantId, stream, options) => {
+      if (stream === `conversation-${id}`) readsAt.push(t.model.calls.length);
+      return read(tenantId, stream, options);
+    };
+    await t.conversations.send(ctx, id, { content: 'where is order 7?' });
+    await eventuallyTrue(async () => t.model.calls.length === 2, 5_000);
+    // TurnStarted (written by send) and ToolCallCompleted (by the tool result) were both this process's.
+    expect(readsAt.filter((calls) => calls < 2)).toEqual([]);
   });
 
   it('records each step’s cost and the model’s window from pricing, priced at the instant of the call', async () => {
