@@ -171,6 +171,8 @@ const secretBoxFromEnv = (logger: KeelLogger, env: NodeJS.ProcessEnv = process.e
           index,
           budgets,
           defaults,
+          // Sealing anything under a conversation's key makes that key (once; the value is dropped).
+          makeDataKey: (tenantId, id) => infra.erasure.sealFor(tenantId, id, 'data-key', null),
           onIndexError: (error, { tenantId, conversationId }) =>
             logger.warn(
               { tenantId, conversationId, err: error },

@@ -2,6 +2,7 @@
 // a client's answer and a tool's result append with no read of the conversation; when another
 // process (another instance with its own memory, sharing only the store) moved the conversation
 // meanwhile, every answer is still the one the log gives: nothing answered from a stale memory.
+// And a creation makes the conversation's data key, so the first message does not wait for it.
 import type { ReadStreamOptions } from '@keel/core';
 import { InMemoryEventBus, InMemoryEventStore, NotFoundError, ValidationError } from '@keel/core';
 import { describe, expect, it } from 'vitest';
@@ -30,19 +31,11 @@ const usage = {
   costUsd: 0,
 };
 
-const setup = async () => {
+const bus = () => new InMemoryEventBus({ logger: { warn: () => {}, error: () => {} } });
+
+/** A store with the tenant's `support` agent. */
+const bare = async () => {
   const store = new InMemoryEventStore();
-  const conversationReads: number[] = [];
-  const read = store.read.bind(store);
-  store.read = async (tenantId: string, stream: string, options?: ReadStreamOptions) => {
-    if (stream.startsWith('conversation-')) conversationReads.push(options?.fromVersion ?? 1);
-    return read(tenantId, stream, options);
-  };
-  const bus = new InMemoryEventBus({ logger: { warn: () => {}, error: () => {} } });
-  await store.append('keel', 'tenants-registry', [
-    { type: 'BudgetSet', data: { tenantId: 'acme', monthlyUsd: 100, at: new Date().toISOString() } },
-  ]);
-  const directory = new BudgetDirectory(store, { maxAgeMs: 0 });
   const config = new TenantConfigService(store);
   await config.apply(ctx, {
     type: 'PutAgent',
@@ -57,9 +50,25 @@ const setup = async () => {
     },
     at: 'now',
   });
+  return { store, config };
+};
+
+const setup = async () => {
+  const { store, config } = await bare();
+  const conversationReads: number[] = [];
+  const read = store.read.bind(store);
+  store.read = async (tenantId: string, stream: string, options?: ReadStreamOptions) => {
+    if (stream.startsWith('conversation-')) conversationReads.push(options?.fromVersion ?? 1);
+    return read(tenantId, stream, options);
+  };
+  await store.append('keel', 'tenants-registry', [
+    { type: 'BudgetSet', data: { tenantId: 'acme', monthlyUsd: 100, at: new Date().toISOString() } },
+  ]);
+  const directory = new BudgetDirectory(store, { maxAgeMs: 0 });
+  const shared = bus();
   /** One agent process (its own memory); two of them share only the store and the bus. */
   const instance = () =>
-    new ConversationService(store, bus, config, {
+    new ConversationService(store, shared, config, {
       budgets: new TurnBudgets(store, directory, { reserveUsd: 0.05 }),
     });
   const log = async (stream: string) => (await read('acme', stream)).map((e) => e.type);
@@ -192,6 +201,23 @@ describe('commands on a conversation this process remembers', () => {
     await a.recordToolResult(ctx, id, { toolCallId: 'k', ok: true, result: { title: 'Home' } });
     expect(conversationReads).toEqual([]);
     expect(await log(`conversation-${id}`)).toContain('ToolCallCompleted');
+  });
+});
+
+describe("a conversation's creation", () => {
+  it('makes its data key, so its first message does not; a failure to make it fails nothing', async () => {
+    const { store, config } = await bare();
+    const made: string[] = [];
+    const service = new ConversationService(store, bus(), config, {
+      makeDataKey: (tenantId, id) => {
+        made.push(`${tenantId}/${id}`);
+        return Promise.reject(new Error('data_keys is down'));
+      },
+    });
+    const { id } = await service.create(ctx, { agentId: 'support' });
+    expect(made).toEqual([`acme/${id}`]);
+    expect((await service.send(ctx, id, { content: 'hello' })).version).toBe(1);
+    expect(made).toHaveLength(1);
   });
 });
 

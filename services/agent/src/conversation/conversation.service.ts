@@ -95,6 +95,12 @@ export interface ConversationServiceOptions {
   budgets?: TurnBudgets;
   /** The tenants' defaults (`PUT /v1/defaults`): a turn starts with those its agent takes. */
   defaults?: { load(tenantId: string): Promise<TenantDefaults> };
+  /**
+   * Makes a conversation's data key (the key its content is sealed with, KEEL_MASTER_KEY) when it
+   * is created: a conversation created without a title has no sealed content yet, so without
+   * this its first message would wait for the key's insert before its TurnStarted commit.
+   */
+  makeDataKey?: (tenantId: string, conversationId: string) => Promise<unknown>;
   /** Snapshot every this many events (default `SNAPSHOT_EVERY`); tests take them sooner. */
   snapshotEvery?: number;
 }
@@ -229,14 +235,18 @@ export class ConversationService {
       ...(request ? { request } : {}),
       at,
     });
-    await this.index(ctx.tenantId, conversationId, {
+    const entry = {
       agentId: input.agentId,
       ...(input.title ? { title: input.title } : {}),
       createdAt: result.state.createdAt,
       ...(result.state.userId ? { userId: result.state.userId } : {}),
       ...(result.state.metadata ? { metadata: result.state.metadata } : {}),
-      status: 'idle',
-    });
+      status: 'idle' as const,
+    };
+    await Promise.all([
+      this.index(ctx.tenantId, conversationId, entry),
+      this.makeDataKey(ctx, conversationId),
+    ]);
     return {
       id: conversationId,
       agentId: input.agentId,
@@ -655,6 +665,14 @@ export class ConversationService {
     if (!data) throw new ConcurrencyError(stream, 'no_stream', undefined);
     if (data.hash !== request.hash) throw sameRequestConflict();
     return data.conversationId;
+  }
+
+  /**
+   * Best effort: the conversation's data key made now, so its first message does not wait for
+   * that insert (a failure here leaves it to the first sealed write, as without this).
+   */
+  private async makeDataKey(ctx: CallContext, conversationId: string): Promise<void> {
+    await this.options.makeDataKey?.(ctx.tenantId, conversationId).catch(() => undefined);
   }
 
   /** Best effort: a failed write is reported, not thrown; the index projection records it later. */
