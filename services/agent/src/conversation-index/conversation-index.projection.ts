@@ -37,6 +37,9 @@ export const CONVERSATION_INDEX_CONSUMER = 'agent-conversation-index';
 /** How long an entry's write waits for later events of its conversation (one write for all of them). */
 export const DEFAULT_INDEX_WRITE_DELAY_MS = 100;
 
+/** Deliveries the index consumer holds at once (each waits at most the write delay plus one write). */
+const INDEX_DELIVERIES_IN_FLIGHT = 256;
+
 /** An entry waiting for its write, and the deliveries that are acknowledged once it is written. */
 interface PendingWrite {
   entry: VersionedEntry;
@@ -81,7 +84,9 @@ export class ConversationIndexProjection {
         filter: { category: CONVERSATION_CATEGORY },
         // The insert is idempotent: no inbox needed, and entries may land in any order.
         idempotency: 'none',
-        maxInFlight: 16,
+        // Most deliveries in flight only wait for their conversation's delayed write (a timer,
+        // not a connection): enough of them that the wait does not cap the events handled per second.
+        maxInFlight: INDEX_DELIVERIES_IN_FLIGHT,
       },
       (delivery) => this.onEvent(delivery),
     );
