@@ -44,6 +44,8 @@ export class TurnBudgets {
   private readonly reserveUsd: number;
   private readonly orphanAfterMs: number;
   private readonly now: () => number;
+  /** Per month: the orphan reclaim pass in flight. */
+  private readonly reclaiming = new Map<string, Promise<number>>();
 
   constructor(
     private readonly store: EventStore,
@@ -126,9 +128,23 @@ export class TurnBudgets {
       if (!(error instanceof BudgetExceededError)) throw error;
       // Full: reservations of submits whose process died before submitting or releasing would
       // hold the budget forever; give those back and decide once more.
-      if ((await this.reclaimOrphans(turn.tenantId, month)) === 0) throw error;
+      if ((await this.reclaimOnce(turn.tenantId, month)) === 0) throw error;
       await this.command(turn.tenantId, month, command, turn.metadata);
     }
+  }
+
+  /**
+   * The month's orphans reclaimed by one pass at a time: the turns refused together (a full month
+   * refuses every waiting turn) share the pass in flight instead of each reading every reservation.
+   */
+  private reclaimOnce(tenantId: string, month: string): Promise<number> {
+    const k = `${tenantId}/${month}`;
+    let pass = this.reclaiming.get(k);
+    if (!pass) {
+      pass = this.reclaimOrphans(tenantId, month).finally(() => this.reclaiming.delete(k));
+      this.reclaiming.set(k, pass);
+    }
+    return pass;
   }
 
   /** Releases reservations older than `orphanAfterMs` whose turn no conversation has; returns how many. */

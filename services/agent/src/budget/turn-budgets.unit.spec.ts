@@ -96,6 +96,36 @@ describe('TurnBudgets.admit', () => {
     expect(events[1]?.data).toMatchObject({ turnId: 't1', reason: 'orphaned' });
   });
 
+  it('turns refused together share one reclaim pass, and exactly one takes the reclaimed room', async () => {
+    const store = new InMemoryEventStore();
+    await setBudget(store, 'acme', 0.05);
+    const now = Date.parse(at) + 61_000;
+    let conversationReads = 0;
+    const read = store.read.bind(store);
+    store.read = (tenantId, name, options) => {
+      if (name === 'conversation-c1') conversationReads++;
+      return read(tenantId, name, options);
+    };
+    const budgets = budgetsOn(store, { orphanAfterMs: 60_000, now: () => now });
+    await store.append('acme', stream, [
+      {
+        type: 'BudgetReserved',
+        data: { turnId: 't1', conversationId: 'c1', estimateUsd: 0.05, monthlyUsd: 0.05, at },
+      },
+    ]);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        budgets.admit({ ...turn(`t${i + 2}`, 'c2'), at: new Date(now).toISOString() }, () =>
+          Promise.resolve(),
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    expect(conversationReads).toBe(1);
+    const types = (await store.read('acme', stream)).map((e) => e.type);
+    expect(types).toEqual(['BudgetReserved', 'BudgetReleased', 'BudgetReserved']);
+  });
+
   it('does not reclaim an old reservation whose turn is in its conversation', async () => {
     const store = new InMemoryEventStore();
     await setBudget(store, 'acme', 0.05);
