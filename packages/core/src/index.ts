@@ -47,6 +47,7 @@ export type {
   EventStoreAdapter,
   ExpectedVersion,
   LogSequencer,
+  PlacedPage,
   PreparedEvent,
   ReadAllOptions,
   ReadAllPage,

@@ -50,9 +50,14 @@ const ackWaitFromEnv = (): number => Number(readEnv('KEEL_AUDIT_ACK_WAIT_MS'));
     {
       provide: AuditConsumer,
       inject: [KEEL_INFRA, AuditProjector],
-      // infra.bus tracks the consumer, so the infrastructure's shutdown drains it.
+      // infra.bus tracks the consumer, so the infrastructure's shutdown drains it. The relay tells
+      // where fast-published events were placed.
       useFactory: (infra: Infrastructure, projector: AuditProjector) =>
-        new AuditConsumer(infra.bus, projector, { ackWaitMs: ackWaitFromEnv(), store: infra.store }),
+        new AuditConsumer(infra.bus, projector, {
+          ackWaitMs: ackWaitFromEnv(),
+          store: infra.store,
+          placed: infra.relay,
+        }),
     },
   ],
 })

@@ -16,6 +16,7 @@ export type {
   CommitNotices,
   EventStoreAdapter,
   LogSequencer,
+  PlacedPage,
   SequenceOptions,
 } from './sequencing.js';
 export type { Upcaster } from './upcasters.js';

@@ -11,10 +11,26 @@ export interface SequenceOptions {
    */
   ownOnly?: boolean;
   /**
-   * Called once this round's commits are placed in the log, before the round ends (an adapter may
-   * still be writing what only some reads need): lets a relay wake the publishing one sooner.
+   * Called with each page this round placed, once every read can see it: the relay tells the
+   * other processes (the holder publishes it from there, sequencers learn where the log ends).
    */
-  onPlaced?: () => void;
+  onPlaced?: (page: PlacedPage) => void;
+}
+
+/**
+ * A page of the global log as the sequencer that placed it tells the other processes. Only sent
+ * once the page and its position markers are durable, so a receiver may treat it as the log.
+ */
+export interface PlacedPage {
+  /** The identity of the store whose log it is: a receiver ignores another store's pages. */
+  log: string;
+  /** Positions of its first and last events. */
+  start: number;
+  end: number;
+  /** Its commits (store keys) with the position of each one's first event. */
+  commits: Array<{ id: string; g: number }>;
+  /** Its events as stored, with their positions; absent when too large to tell. */
+  events?: RecordedEvent[];
 }
 
 /** Places committed commits in the global log: the outbox relay's need, apart from writers and readers. */
@@ -24,6 +40,13 @@ export interface LogSequencer {
    * processes at once; returns how many commits it placed. The in-memory store sequences on append.
    */
   sequence(options?: SequenceOptions): Promise<number>;
+  /**
+   * Takes in a page another process placed (told over the bus): its events serve the next reads of
+   * the global log there, and the sequencer knows where the log ends without a query. Optional.
+   */
+  learnPlaced?(page: PlacedPage): void;
+  /** The global position of an event of a page placed or learned lately here; undefined: not known here. */
+  placedPosition?(eventId: string): number | undefined;
 }
 
 /** Wakes a reader on this process's appends: the relay's and the live feed's need, so they can sleep. */

@@ -6,6 +6,7 @@ import type {
   AppendResult,
   EventStoreAdapter,
   ExpectedVersion,
+  PlacedPage,
   ReadAllOptions,
   ReadAllPage,
   ReadStreamOptions,
@@ -23,6 +24,7 @@ import { isDuplicateKey } from './mongo-errors.js';
 import type { SequencerOptions } from './mongo-sequencer.js';
 import { MongoSequencer } from './mongo-sequencer.js';
 import { MongoSnapshotStore } from './mongo-snapshot-store.js';
+import { storeIdentity } from './store-identity.js';
 import { StreamBoundaries } from './stream-boundaries.js';
 
 /** Collection names of the event log; a prefix lets several logs share one database. */
@@ -148,6 +150,8 @@ export class MongoEventStore implements EventStoreAdapter {
     // FerretDB answers the query for unplaced commits with a scan, which under load takes seconds:
     // every 2 s at most. Each process places its own commits (its relay wakes the publishing one),
     // so the query only finds those of a process that died before placing them.
+    // Pages are told to the other processes under the store's identity (see MongoSequencer.learn).
+    this.sequencer.identify(await storeIdentity(this.db));
     if (this.serverKind === 'ferretdb') {
       this.sequencer.setDiscoveryDefaults({ intervalMs: 2000, idleMs: 2000 });
       this.sequencer.limitMarksPerCommand(FERRETDB_MARKS_PER_COMMAND);
@@ -376,6 +380,14 @@ export class MongoEventStore implements EventStoreAdapter {
 
   sequence(options: SequenceOptions = {}): Promise<number> {
     return this.sequencer.run(options.discover ?? false, options.ownOnly ?? false, options.onPlaced);
+  }
+
+  learnPlaced(page: PlacedPage): void {
+    this.sequencer.learn(page);
+  }
+
+  placedPosition(eventId: string): number | undefined {
+    return this.sequencer.positionOf(eventId);
   }
 
   waitForAppend(timeoutMs: number, signal?: AbortSignal, since?: number): Promise<void> {

@@ -1,4 +1,5 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { PlacedPage } from '../event-store/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import type { CommitDocument, LogPageDocument } from './commit-document.js';
 import { pageKey, parseCommitKey, toRecordedEvents } from './commit-document.js';
@@ -43,21 +44,35 @@ const KNOWN_HEADS = 10_000;
  * exists, in position order, so a reader that follows `g` sees a prefix of the log and never
  * skips a position that appears later.
  *
- * The hot path makes no scan: commits appended in this process are handed over in memory, the
- * next page is probed by `_id`, and the pages placed here are kept for the relay's next read.
+ * The hot path makes no query but its writes: commits appended in this process are handed over in
+ * memory, pages placed by other processes are told (`learn`, over the bus), and a page goes right
+ * after the last one known when this sequencer knows the log up to there (`placeAfterKnown`).
+ * The pages placed or told here are kept for the relay's and the projections' next reads.
  */
 export class MongoSequencer {
   private last: LogPageDocument | undefined;
   private markedPage: string | undefined;
   private readonly hints = new Map<string, CommitDocument>();
+  /**
+   * Hints of commits written before this sequencer last loaded the log's end (`knownFrom`): they
+   * may lie in a page it never saw until their flags are read.
+   */
+  private readonly unverified = new Set<string>();
+  private knownFrom: number | undefined;
+  /** Pages told here that do not follow the last known one yet (told out of order). */
+  private readonly told = new Map<number, LogPageDocument>();
   private readonly placedHeads = new Map<string, number>();
   private readonly recent = new Map<number, { end: number; events: RecordedEvent[] }>();
+  /** Global positions of the events of `recent`, by event id. */
+  private readonly positions = new Map<string, number>();
   private lastDiscovery = 0;
   private readonly batchSize: number;
   private discoveryIntervalMs: number;
   private idleDiscoveryMs: number;
   private readonly explicit: SequencerOptions;
   private marksPerCommand = Number.POSITIVE_INFINITY;
+  /** The store's identity, which pages are told under; none told are taken in before it is known. */
+  private logId: string | undefined;
 
   constructor(
     private readonly commits: Collection<CommitDocument>,
@@ -118,15 +133,66 @@ export class MongoSequencer {
     return lastPosition === after ? undefined : { events, lastPosition };
   }
 
+  /** Names the log (the store's identity) its pages are told under, and the only one it learns of. */
+  identify(logId: string): void {
+    this.logId = logId;
+  }
+
   /** Tells the sequencer of a commit this process just wrote, so it need not query for it. */
   hint(commit: CommitDocument): void {
-    if (this.hints.size < this.batchSize * 4) this.hints.set(commit._id, commit);
+    if (this.hints.size >= this.batchSize * 4) return;
+    this.hints.set(commit._id, commit);
+    // `at` is taken before the commit's insert starts.
+    if (this.knownFrom === undefined || Date.parse(commit.at) <= this.knownFrom)
+      this.unverified.add(commit._id);
+  }
+
+  /**
+   * A page another sequencer placed, told once it and its markers are durable. Its events serve
+   * the next reads; when it follows the last page known here, it becomes the last (its commits'
+   * hints dropped, their streams' heads learned), so the next page needs no probe.
+   */
+  learn(told: PlacedPage): void {
+    if (this.logId === undefined || told.log !== this.logId) return;
+    if (told.events) this.keepRecent(told.start, told.end, told.events);
+    if (!this.last || told.start <= this.last.end) return;
+    const page: LogPageDocument = {
+      _id: pageKey(told.start),
+      start: told.start,
+      end: told.end,
+      commits: told.commits,
+      at: '',
+    };
+    this.told.set(page.start, page);
+    this.followTold();
+    if (this.told.size > RECENT_PAGES) this.told.clear();
+  }
+
+  /** Moves the last known page on through the told pages that follow it. */
+  private followTold(): void {
+    for (let next = this.last && this.told.get(this.last.end + 1); next; next = this.told.get(next.end + 1)) {
+      this.told.delete(next.start);
+      this.forget(next);
+      // Its placer marked it before telling it, and the page before it before placing it.
+      this.last = next;
+      this.markedPage = next._id;
+    }
+  }
+
+  /** The global position of an event of a page placed or told lately; undefined: not known here. */
+  positionOf(eventId: string): number | undefined {
+    return this.positions.get(eventId);
   }
 
   /** One round: returns how many commits were placed (0 when none, or when another sequencer won). */
-  async run(forceDiscovery = false, ownOnly = false, onPlaced?: () => void): Promise<number> {
-    if (ownOnly && this.hints.size === 0) return 0;
+  async run(forceDiscovery = false, ownOnly = false, onPlaced?: (page: PlacedPage) => void): Promise<number> {
     const discover = this.discoverNow(forceDiscovery, ownOnly);
+    // Nothing of this process to place and no look for others' due: nothing to ask the server.
+    if (!discover && this.hints.size === 0) return 0;
+    if (!discover) {
+      const placed = await this.placeAfterKnown(onPlaced);
+      if (placed !== undefined) return placed;
+    }
     const known = this.last;
     // The hinted commits' flags are read while the last page is probed. They are exact when the
     // probe finds no page after `known` (marked): a commit seen unplaced that another sequencer
@@ -140,30 +206,79 @@ export class MongoSequencer {
     const candidates = early !== undefined && last === known ? await early : await this.candidates(discover);
     const ready = await this.withPredecessorsPlaced(candidates);
     if (ready.length === 0) return 0;
+    return (await this.place(last ? last.end + 1 : 1, ready, onPlaced)) ?? 0;
+  }
 
-    const start = last ? last.end + 1 : 1;
+  /**
+   * The common case, without a query before the write: this process's commits go right after the
+   * last page known here, when that page is marked and every hint was made (or its flag read)
+   * while this sequencer knew the log. Every page since then was seen here (probed, placed or
+   * told in order), so a hint still held is in none of them; a page already at `known.end + 1`
+   * (another sequencer's, which may hold a hinted commit) makes the insert collide, and pages
+   * only ever follow one another, so none lies further on without one there. Undefined: the
+   * caller takes the probing path (collision, no known page, or a predecessor not known placed).
+   */
+  private async placeAfterKnown(onPlaced?: (page: PlacedPage) => void): Promise<number | undefined> {
+    const known = this.last;
+    if (!known || known._id !== this.markedPage || this.unverified.size > 0) return undefined;
+    const ready = await this.withPredecessorsPlaced([...this.hints.values()].slice(0, this.batchSize));
+    if (ready.length === 0 || this.last !== known) return undefined;
+    return this.place(known.end + 1, ready, onPlaced);
+  }
+
+  /**
+   * Writes the page placing `ready` from `start`, then its markers, then tells `onPlaced`;
+   * undefined when a page already holds `start` (another sequencer won it).
+   */
+  private async place(
+    start: number,
+    ready: CommitDocument[],
+    onPlaced?: (page: PlacedPage) => void,
+  ): Promise<number | undefined> {
     const page = pageOf(start, ready);
-    const placed = page.commits;
     try {
       await this.pages.insertOne(page);
     } catch (error) {
-      if (isDuplicateKey(error)) return 0;
+      if (isDuplicateKey(error)) return undefined;
       throw error;
     }
     this.last = page;
-    // The page can be read by `_id` now (the relay's page walk); tenant-scoped reads wait for the markers.
-    onPlaced?.();
     await this.mark(page);
     for (const c of ready) {
-      this.hints.delete(c._id);
+      this.dropHint(c._id);
       this.remember(c);
     }
-    if (ready.every((c) => c.e !== undefined)) {
-      const events = ready.flatMap((c, i) => toRecordedEvents({ ...c, g: placed[i]!.g }));
-      this.recent.set(start, { end: page.end, events });
-      if (this.recent.size > RECENT_PAGES) this.recent.delete(this.recent.keys().next().value!);
+    this.followTold();
+    const events = ready.every((c) => c.e !== undefined)
+      ? ready.flatMap((c, i) => toRecordedEvents({ ...c, g: page.commits[i]!.g }))
+      : undefined;
+    if (events) this.keepRecent(start, page.end, events);
+    if (this.logId !== undefined) {
+      onPlaced?.({
+        log: this.logId,
+        start,
+        end: page.end,
+        commits: page.commits,
+        ...(events ? { events } : {}),
+      });
     }
-    return placed.length;
+    return page.commits.length;
+  }
+
+  private keepRecent(start: number, end: number, events: RecordedEvent[]): void {
+    if (this.recent.has(start)) return;
+    this.recent.set(start, { end, events });
+    for (const e of events)
+      if (e.globalPosition !== undefined) this.positions.set(e.eventId, e.globalPosition);
+    if (this.recent.size <= RECENT_PAGES) return;
+    const [oldest, dropped] = this.recent.entries().next().value!;
+    this.recent.delete(oldest);
+    for (const e of dropped.events) this.positions.delete(e.eventId);
+  }
+
+  private dropHint(id: string): void {
+    this.hints.delete(id);
+    this.unverified.delete(id);
   }
 
   /**
@@ -187,6 +302,9 @@ export class MongoSequencer {
   private async lastPage(): Promise<LogPageDocument | undefined> {
     if (!this.last) {
       this.last = (await this.pages.find({}).sort({ _id: -1 }).limit(1).next()) ?? undefined;
+      // The pages before it were never seen here: a commit already written may be in one of them.
+      this.knownFrom = Date.now();
+      for (const id of this.hints.keys()) this.unverified.add(id);
       if (!this.last) return undefined;
       this.forget(this.last);
     }
@@ -207,7 +325,7 @@ export class MongoSequencer {
    */
   private forget(page: LogPageDocument): void {
     page.commits.forEach((c, i) => {
-      this.hints.delete(c.id);
+      this.dropHint(c.id);
       const key = parseCommitKey(c.id);
       const end = (page.commits[i + 1]?.g ?? page.end + 1) - 1;
       if (key) this.remember({ t: key.t, s: key.s, v: key.f + end - c.g });
@@ -241,8 +359,11 @@ export class MongoSequencer {
       hinted.map((c) => this.commits.findOne({ _id: c._id }, { projection: { q: 1 } })),
     );
     return hinted.filter((c, i) => {
-      if (flags[i]?.q === 1) return true;
-      this.hints.delete(c._id);
+      if (flags[i]?.q === 1) {
+        this.unverified.delete(c._id);
+        return true;
+      }
+      this.dropHint(c._id);
       return false;
     });
   }
@@ -255,7 +376,8 @@ export class MongoSequencer {
     for (let i = 0; i < ops.length; i += this.marksPerCommand) {
       await this.commits.bulkWrite(ops.slice(i, i + this.marksPerCommand), { ordered: true });
     }
-    this.markedPage = page._id;
+    // Unless a page told meanwhile follows it (marked by its placer, like this one before it).
+    if (!this.last || this.last.start <= page.start) this.markedPage = page._id;
   }
 
   private remember(c: Pick<CommitDocument, 't' | 's' | 'v'>): void {

@@ -1,6 +1,13 @@
 import { messageOf } from '../errors/index.js';
 import type { EventBus } from '../bus/index.js';
-import type { AppendWatch, CommitNotices, EventStore, LogSequencer } from '../event-store/index.js';
+import type {
+  AppendWatch,
+  CommitNotices,
+  EventStore,
+  LogSequencer,
+  PlacedPage,
+} from '../event-store/index.js';
+import { AppendSignal } from '../event-store/index.js';
 import type { RecordedEvent } from '../typing/index.js';
 import { uuidv7 } from '../typing/index.js';
 import { sleep } from '../time/index.js';
@@ -21,19 +28,25 @@ export interface OutboxRelayOptions {
   name?: string;
   /** Events published per round. Default 500. */
   batchSize?: number;
-  /** How long an idle relay sleeps before looking again (an append in this process wakes it). */
+  /**
+   * How long an idle relay sleeps before looking again (an append in this process, or a notice
+   * of another's, wakes it). Default 1000 ms with wake-ups (the poll only covers a lost notice),
+   * else 100 ms.
+   */
   idleMs?: number;
   leaseTtlMs?: number;
   /**
-   * How often the checkpoint is saved while events flow (and always when a drain ends). After a
-   * crash the next relay republishes at most this much; JetStream drops the duplicates by event id.
-   * Default 100 ms.
+   * How often at most the checkpoint is saved (and always when a drain ends); an idle relay saves
+   * a position once this long has passed. After a crash the next relay republishes at most this
+   * much; JetStream drops the duplicates by event id (its duplicate window is minutes).
+   * Default 1000 ms.
    */
   checkpointEveryMs?: number;
   /**
    * Notices between the processes sharing the log. With them a relay that does not hold the lease
-   * places its own process's appends in the global log at once and wakes the holder, which
-   * publishes them right away (without them the holder finds them at its next idle poll).
+   * places its own process's appends in the global log at once and tells the page to the others:
+   * the holder publishes it right away from the notice, without reading the log (without them the
+   * holder finds it at its next idle poll), and every sequencer learns where the log ends.
    */
   wakeups?: RelayWakeups;
   /**
@@ -95,20 +108,27 @@ export class OutboxRelay {
   /** Fast publishes sent and failed (metrics; a failure only delays the event to the relay's round). */
   readonly fastPath = { published: 0, failed: 0 };
   private readonly publishedListeners = new Set<(events: readonly RecordedEvent[]) => void>();
+  /** Pages placed here or told by other processes (see `waitForPlaced`). */
+  private readonly placed = new AppendSignal();
+  /** Whether the last round read a whole batch (more may follow at once). */
+  private readFull = false;
+  private roundsDone: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.name = options.name ?? 'outbox';
     this.batchSize = options.batchSize ?? 500;
-    this.idleMs = options.idleMs ?? 100;
+    this.idleMs = options.idleMs ?? (options.wakeups ? 1000 : 100);
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
-    this.checkpointEveryMs = options.checkpointEveryMs ?? 100;
+    this.checkpointEveryMs = options.checkpointEveryMs ?? 1000;
   }
 
   /** Starts the relay loop in the background. */
   start(): void {
     if (this.running) return;
-    this.stopListening = this.options.wakeups?.listen(() => {
+    this.stopListening = this.options.wakeups?.listen((page) => {
+      if (page) this.options.store.learnPlaced?.(page);
       this.wakes++;
+      this.placed.notify();
       this.endWait?.();
     });
     if (this.options.publishOnCommit !== false && this.options.store.onCommitted) {
@@ -153,6 +173,30 @@ export class OutboxRelay {
     return () => this.publishedListeners.delete(listener);
   }
 
+  /**
+   * The global position of an event placed lately, by this process or another that told it (no
+   * query); undefined when not known here (not placed yet, placed long ago, or a notice lost).
+   */
+  positionOf(eventId: string): number | undefined {
+    return this.options.store.placedPosition?.(eventId);
+  }
+
+  /** Pages placed here or told so far; pass it to `waitForPlaced` so none is missed. */
+  get placedCount(): number {
+    return this.placed.count;
+  }
+
+  /** Resolves once a page is placed here or told by another process after `since`, or after `timeoutMs`. */
+  waitForPlaced(timeoutMs: number, since?: number, signal?: AbortSignal): Promise<void> {
+    return this.placed.wait(timeoutMs, signal, since);
+  }
+
+  /** A page this process placed: told to the other processes and to local waiters. */
+  private placedHere = (page: PlacedPage): void => {
+    this.options.wakeups?.notify(page);
+    this.placed.notify();
+  };
+
   /** When the oldest placed event this relay has not published yet was committed; undefined: none. */
   async oldestUnpublished(): Promise<string | undefined> {
     const page = await this.options.store.readAll({
@@ -174,9 +218,17 @@ export class OutboxRelay {
    * round woken by another process's notice places only this process's commits (that process
    * placed its own), so no query for others' commits delays the publish.
    */
-  async round(discover = false, woken = false): Promise<number> {
+  round(discover = false, woken = false): Promise<number> {
+    // One at a time (a drain may run beside the loop): two reading from one position publish twice.
+    const run = this.roundsDone.then(() => this.roundAlone(discover, woken));
+    this.roundsDone = run.catch(() => undefined);
+    return run;
+  }
+
+  private async roundAlone(discover: boolean, woken: boolean): Promise<number> {
     const { store, bus, checkpoints } = this.options;
-    const placed = await store.sequence(woken ? { ownOnly: true } : { discover });
+    const onPlaced = this.placedHere;
+    const placed = await store.sequence(woken ? { ownOnly: true, onPlaced } : { discover, onPlaced });
     if (this.position === undefined) {
       this.position = await checkpoints.load(this.name);
       this.savedPosition = this.position;
@@ -187,6 +239,7 @@ export class OutboxRelay {
       for (const listener of this.publishedListeners) listener(page.events);
     }
     this.position = page.lastPosition;
+    this.readFull = page.events.length >= this.batchSize;
     await this.saveCheckpoint(false);
     this.stats.published += page.events.length;
     this.stats.position = page.lastPosition;
@@ -202,6 +255,12 @@ export class OutboxRelay {
     this.savedAt = Date.now();
   }
 
+  /** How long until an unsaved position is due to be saved (Infinity: none). */
+  private untilCheckpointDue(): number {
+    if (this.position === undefined || this.position <= this.savedPosition) return Number.POSITIVE_INFINITY;
+    return Math.max(0, this.savedAt + this.checkpointEveryMs - Date.now());
+  }
+
   private async loop(): Promise<void> {
     const signal = this.abort.signal;
     let woken = false;
@@ -213,9 +272,10 @@ export class OutboxRelay {
           await this.standBy(seen);
           continue;
         }
-        if ((await this.round(false, woken)) === 0) {
-          await this.saveCheckpoint(true); // never sit idle on an unsaved position
+        // Past the end of the log as read: wait for the next append or notice (or the poll).
+        if ((await this.round(false, woken)) === 0 || !this.readFull) {
           await this.idle(seen, wakes);
+          if (this.untilCheckpointDue() === 0) await this.saveCheckpoint(false);
         }
         woken = this.wakes !== wakes;
         delete this.stats.lastError;
@@ -236,11 +296,14 @@ export class OutboxRelay {
     const { store, wakeups } = this.options;
     const wait = Math.max(0, this.leaseCheckedAt + this.leaseTtlMs / 4 - Date.now());
     if (!wakeups) return pause(wait, this.abort.signal);
-    await store.sequence({ ownOnly: true, onPlaced: () => wakeups.notify() });
+    await store.sequence({ ownOnly: true, onPlaced: this.placedHere });
     await store.waitForAppend(wait, this.abort.signal, seen);
   }
 
-  /** Holding the lease with nothing to do: waits for an append here, a wake-up notice, or `idleMs`. */
+  /**
+   * Holding the lease with nothing to do: waits for an append here, a wake-up notice, or `idleMs`
+   * (less when an unsaved position falls due: a relay never sits idle on one for long).
+   */
   private async idle(seen: number, wakes: number): Promise<void> {
     if (this.wakes !== wakes) return;
     const ended = new AbortController();
@@ -248,7 +311,11 @@ export class OutboxRelay {
     this.abort.signal.addEventListener('abort', stop);
     this.endWait = stop;
     try {
-      await this.options.store.waitForAppend(this.idleMs, ended.signal, seen);
+      await this.options.store.waitForAppend(
+        Math.min(this.idleMs, this.untilCheckpointDue()),
+        ended.signal,
+        seen,
+      );
     } finally {
       this.endWait = undefined;
       this.abort.signal.removeEventListener('abort', stop);

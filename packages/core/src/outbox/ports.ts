@@ -1,3 +1,5 @@
+import type { PlacedPage } from '../event-store/index.js';
+
 /** Durable positions of catch-up readers (the outbox relay, projections). */
 export interface CheckpointStore {
   load(name: string): Promise<number>;
@@ -43,13 +45,14 @@ export class InMemoryLeaseStore implements LeaseStore {
 }
 
 /**
- * How the processes sharing a log tell the relay that holds the lease that they placed new events
- * in the global log, so it publishes them at once instead of at its next idle poll. Best effort:
- * a lost notice only delays publishing until that poll.
+ * How the processes sharing a log tell each other of each page they placed in the global log:
+ * the relay that holds the lease publishes it at once (from the notice, without reading the log),
+ * and every sequencer learns where the log ends. Best effort: a lost notice only delays publishing
+ * until the holder's idle poll, and costs a sequencer one probe of the log.
  */
 export interface RelayWakeups {
-  /** Tells every listening relay (of every process) that this process placed events. */
-  notify(): void;
-  /** Calls `onWake` on every notice from any process; returns the function that stops listening. */
-  listen(onWake: () => void): () => void;
+  /** Tells every listening relay of every other process that this process placed `page`. */
+  notify(page?: PlacedPage): void;
+  /** Calls `onWake` on every notice from another process (the page, when it came whole); returns the way to stop. */
+  listen(onWake: (page?: PlacedPage) => void): () => void;
 }

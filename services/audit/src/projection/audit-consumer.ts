@@ -1,4 +1,4 @@
-import type { Consumer, Delivery, EventBus, EventStore } from '@keel/core';
+import type { Consumer, Delivery, EventBus, EventStore, OutboxRelay } from '@keel/core';
 import { sleep } from '@keel/core';
 import type { AuditProjector } from './audit-projector.js';
 
@@ -22,7 +22,12 @@ export class AuditConsumer {
       ackWaitMs?: number;
       /** Where an event published before it was placed in the global log finds its position. */
       store?: Pick<EventStore, 'read'>;
-      /** Pause between two looks for such an event's position. Default 20 ms. */
+      /**
+       * Where such an event's position is told without a query: the pages this process's relay
+       * placed or heard of from the other processes' (see OutboxRelay.positionOf).
+       */
+      placed?: Pick<OutboxRelay, 'positionOf' | 'placedCount' | 'waitForPlaced'>;
+      /** Pause between two reads of the log for such an event's position. Default 20 ms. */
       placedPollMs?: number;
     } = {},
   ) {}
@@ -46,23 +51,34 @@ export class AuditConsumer {
   /**
    * The global position the projection must reach before this delivery is acked. An event the
    * outbox's fast path published before the sequencer placed it carries none: its position is
-   * read from the log, waiting (alive) until it is placed. Acking it after a catch-up to the end
-   * of the log as read now could miss it, and the relay's later publish of it is deduplicated,
-   * so nothing would ever bring the projection to it.
+   * told by the page's placer (no query), or else read from the log at most every
+   * `placedPollMs`, waiting (alive) until it is placed. Acking it after a catch-up to the end of
+   * the log as read now could miss it, and the relay's later publish of it is deduplicated, so
+   * nothing would ever bring the projection to it.
    */
   private async targetOf(delivery: Delivery): Promise<number | undefined> {
     const { event } = delivery;
-    const store = this.options.store;
+    const { store, placed } = this.options;
     if (event.globalPosition !== undefined || !store) return event.globalPosition;
+    const pollMs = this.options.placedPollMs ?? 20;
+    // With notices, the first read waits a poll for the page to be told: it usually is by then.
+    let readAt = placed ? Date.now() : Number.NEGATIVE_INFINITY;
     for (;;) {
-      const [placed] = await store.read(event.tenantId, event.streamName, {
-        fromVersion: event.version,
-        toVersion: event.version,
-      });
-      if (!placed) return undefined; // not in this log (another store's stream): nothing to wait for
-      if (placed.globalPosition !== undefined) return placed.globalPosition;
+      const since = placed?.placedCount;
+      const told = placed?.positionOf(event.eventId);
+      if (told !== undefined) return told;
+      if (Date.now() - readAt >= pollMs) {
+        readAt = Date.now();
+        const [stored] = await store.read(event.tenantId, event.streamName, {
+          fromVersion: event.version,
+          toVersion: event.version,
+        });
+        if (!stored) return undefined; // not in this log (another store's stream): nothing to wait for
+        if (stored.globalPosition !== undefined) return stored.globalPosition;
+      }
       delivery.working();
-      await sleep(this.options.placedPollMs ?? 20);
+      const wait = Math.max(1, readAt + pollMs - Date.now());
+      await (placed ? placed.waitForPlaced(wait, since) : sleep(wait));
     }
   }
 

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '@keel/core';
-import { InMemoryEventBus } from '@keel/core';
+import { AppendSignal, InMemoryEventBus } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { AuditConsumer } from './audit-consumer.js';
 import type { AuditProjector } from './audit-projector.js';
@@ -28,6 +28,25 @@ const recordingProjector = () => {
   return { projector, targets };
 };
 
+/** A relay's notices of placed pages, driven by the test. */
+const toldPages = () => {
+  const signal = new AppendSignal();
+  const positions = new Map<string, number>();
+  return {
+    tell: (eventId: string, position: number) => {
+      positions.set(eventId, position);
+      signal.notify();
+    },
+    placed: {
+      positionOf: (eventId: string) => positions.get(eventId),
+      get placedCount() {
+        return signal.count;
+      },
+      waitForPlaced: (ms: number, since?: number) => signal.wait(ms, undefined, since),
+    },
+  };
+};
+
 describe('AuditConsumer', () => {
   it('catches up to the position the event carries', async () => {
     const bus = new InMemoryEventBus();
@@ -51,6 +70,44 @@ describe('AuditConsumer', () => {
     await bus.publish([event()]);
     await expect.poll(() => targets).toEqual([42]);
     expect(reads).toBe(3);
+    await consumer.stop();
+    await bus.close();
+  });
+
+  it("an event whose page its placer told (over the relay's notices) catches up to it without reading the log", async () => {
+    const bus = new InMemoryEventBus();
+    const { projector, targets } = recordingProjector();
+    let reads = 0;
+    const store = {
+      read: async () => {
+        reads++;
+        return [event()];
+      },
+    };
+    const { tell, placed } = toldPages();
+    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 60_000 });
+    await consumer.start();
+    await bus.publish([event()]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(targets).toEqual([]);
+    tell(event().eventId, 42);
+    await expect.poll(() => targets).toEqual([42]);
+    expect(reads).toBe(0);
+    await consumer.stop();
+    await bus.close();
+  });
+
+  it('an event whose page is never told (a notice lost) is found in the log a poll later', async () => {
+    const bus = new InMemoryEventBus();
+    const { projector, targets } = recordingProjector();
+    let reads = 0;
+    const store = { read: async () => [event(++reads >= 2 ? 42 : undefined)] };
+    const { placed } = toldPages();
+    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 5 });
+    await consumer.start();
+    await bus.publish([event()]);
+    await expect.poll(() => targets).toEqual([42]);
+    expect(reads).toBe(2);
     await consumer.stop();
     await bus.close();
   });
