@@ -32,6 +32,12 @@ export interface ConversationErasure {
   sealFor(tenantId: string, conversationId: string, purpose: string, value: unknown): Promise<unknown>;
   /** The value `sealFor` sealed; undefined once the conversation's key is destroyed. */
   openFor(tenantId: string, conversationId: string, purpose: string, stored: unknown): Promise<unknown>;
+  /**
+   * Brings the stream's data key into this process's keyring (never makes one), so its events
+   * published next open as they arrive on a watch (which never fetches a key): the gateway asks
+   * while a turn is submitted, so the turn's events reach its feed without a read of the log.
+   */
+  holdKey?(tenantId: string, streamName: string): Promise<void>;
 }
 
 const CONVERSATION_PREFIX = `${CONVERSATION_CATEGORY}-`;
@@ -102,6 +108,9 @@ export const conversationSealing = async (
     openFor: (tenantId, conversationId, purpose, stored) => {
       const keyStream = `${CONVERSATION_PREFIX}${conversationId}`;
       return sealer.openValue(tenantId, keyStream, stored, `${purpose}|${tenantId}|${keyStream}`);
+    },
+    holdKey: async (tenantId, streamName) => {
+      if (sealing) await keyring.keyFor(tenantId, streamName);
     },
   };
   return { store: sealingStore(rawStore, sealer), sealer, erasure, keyring };

@@ -29,6 +29,7 @@ import {
   idempotencyKeyOf,
 } from '../idempotency/idempotency-key.js';
 import { ForwardsIdempotencyKey, OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
+import type { SubmittedOnce } from '../feed/turn-feed.service.js';
 import { TurnFeedService } from '../feed/turn-feed.service.js';
 import {
   parseCreateConversation,
@@ -152,24 +153,35 @@ export class ConversationsController {
     const resume = streamed ? resumeAfter([lastEventId ?? []].flat()[0], undefined) : 0;
     const idempotencyKey = idempotencyKeyOf(request.raw.headers[IDEMPOTENCY_KEY_HEADER]);
     const context = callContextOf(caller, request.id);
-    const turn = await this.turns.submitOnce(context, {
-      conversationId,
-      ...fields,
-      userRole,
-      ...(idempotencyKey ? { idempotencyKey } : {}),
-    });
+    // A stream's input is opened first: its turn's events then come from the bus, not a read.
+    const closed = new AbortController();
+    const prepared = streamed
+      ? await this.turns.prepare(context.tenantId, conversationId, closed.signal)
+      : undefined;
+    let turn: SubmittedOnce;
+    try {
+      turn = await this.turns.submitOnce(context, {
+        conversationId,
+        ...fields,
+        userRole,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
+    } catch (error) {
+      closed.abort();
+      throw error;
+    }
     if (turn.replayed) reply.header(IDEMPOTENT_REPLAY_HEADER, 'true');
     if (!streamed) {
       reply.code(202).send({ turnId: turn.turnId });
       return;
     }
-    const closed = new AbortController();
     const frames = this.turns.follow(
       context.tenantId,
       conversationId,
       turn,
       closed.signal,
       turn.replayed ? resume : 0,
+      prepared,
     );
     reply.hijack();
     void this.feeds.serve(

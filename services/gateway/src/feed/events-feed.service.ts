@@ -77,8 +77,18 @@ export class EventsFeedService implements BeforeApplicationShutdown {
       ephemeral: bus.ephemeral,
       pollMs: this.settings.pollMs,
       ...(this.settings.watchedPollMs ? { watchedPollMs: this.settings.watchedPollMs } : {}),
-      ...(bus.watch && bus.watching !== false ? { watch: bus.watch.bind(bus) } : {}),
+      ...(bus.watch && bus.watching !== false ? { watch: bus.watch.bind(bus), ping: () => bus.ping() } : {}),
     };
+  }
+
+  /**
+   * Has this process fetch the stream's data key now (best effort, never fails), so its events
+   * arriving on a watch open at once; a no-op when conversations are not sealed.
+   */
+  holdKey(tenantId: string, stream: string): void {
+    this.infra.erasure.holdKey?.(tenantId, stream).catch((error: unknown) => {
+      this.logger.debug({ err: error, tenantId }, 'fetching a data key ahead failed');
+    });
   }
 
   /** Streams the feed on `raw` until the client leaves or the gateway stops. */

@@ -1,7 +1,15 @@
 import type { AppendWatch, EphemeralChannel, EventBus, EventStore, RecordedEvent } from '@keel/core';
-import { SEALED_FIELD } from '@keel/core';
 import type { FeedFrame } from './feed-frames.js';
-import { durableFrame, ephemeralFrame, ephemeralVersion } from './feed-frames.js';
+import { durableFrame, ephemeralFrame } from './feed-frames.js';
+import type { FeedCursor } from './feed-input.js';
+import { FeedInput } from './feed-input.js';
+
+export {
+  DEFAULT_MAX_QUEUED_DELTAS,
+  noticeCallsForRead,
+  openFeedInput,
+  usableWatchedEvent,
+} from './feed-input.js';
 
 /** Where a feed reads: the event log and the bus's ephemeral channel. */
 export interface FeedSources {
@@ -24,14 +32,9 @@ export interface FeedSources {
    * (a gap, content still sealed) wakes the reader to read the log.
    */
   watch?: EventBus['watch'];
+  /** A round trip to the bus's server: after it, a watch subscribed before it is live. */
+  ping?: () => Promise<void>;
 }
-
-/**
- * Whether a live notice of `version` calls for a read of the log: only a version after the last
- * one yielded (an older or equal one is in the log and was yielded already).
- */
-export const noticeCallsForRead = (version: unknown, lastVersion: number): boolean =>
-  typeof version === 'number' && version > lastVersion;
 
 /** Which conversation a feed reads, and from where. */
 export interface FeedTarget {
@@ -42,25 +45,19 @@ export interface FeedTarget {
   after: number;
 }
 
-/**
- * Whether an event seen on the bus's watch may be yielded as the log would return it: the feed's
- * own tenant and stream (the watch is per tenant and stream; checked again), a version, and
- * content opened (an event whose key this process does not hold yet comes sealed).
- */
-export const usableWatchedEvent = (
-  event: RecordedEvent,
-  { tenantId, streamName }: Pick<FeedTarget, 'tenantId' | 'streamName'>,
-): boolean =>
-  event.tenantId === tenantId &&
-  event.streamName === streamName &&
-  Number.isSafeInteger(event.version) &&
-  !(typeof event.data === 'object' && event.data !== null && Object.hasOwn(event.data, SEALED_FIELD));
+/** A feed input opened ahead (openFeedInput), and whether what the feed follows came after it was live. */
+export interface OpenedInput {
+  input: FeedInput;
+  /**
+   * Every version after the target's `after` was committed after `input` was live (a turn just
+   * submitted, `after` being the version before its message): the first pass need not read. The
+   * input must have been opened with the signal the feed is read under.
+   */
+  committedAfterLive: boolean;
+}
 
-/** Deltas a reader holds for a consumer that stopped pulling, unless the sources say otherwise. */
-export const DEFAULT_MAX_QUEUED_DELTAS = 1_000;
-
-/** Watched events held ahead of the reader past this many: dropped, and the log is read instead. */
-const MAX_WATCHED_AHEAD = 256;
+/** How soon a feed whose input was live before its first event reads the log if no event came. */
+const FIRST_EVENT_GRACE_MS = 100;
 
 /**
  * The frames of a conversation's feed: its durable events from the log after `target.after`, then
@@ -90,18 +87,21 @@ export async function* readFeed(
   sources: FeedSources,
   target: FeedTarget,
   signal: AbortSignal,
+  opened?: OpenedInput,
 ): AsyncGenerator<FeedFrame, void, undefined> {
   const { store } = sources;
   const pollMs = sources.watch ? (sources.watchedPollMs ?? sources.pollMs) : sources.pollMs;
   const { tenantId, streamName } = target;
-  if (signal.aborted) return;
-  const cursor: FeedCursor = { lastVersion: target.after, lastSeq: 0 };
+  if (signal.aborted) return opened?.input.close();
   // Subscribed before the first read: nothing published from here on is missed.
-  const deltas = new DeltaQueue(sources, target, cursor, signal);
-  // The first pass reads; later ones read only when something may be in the log that was not yielded.
-  let mustRead = true;
-  let since = 0;
-  let readAt = 0;
+  const deltas = opened?.input ?? new FeedInput(sources, target, signal);
+  const cursor = deltas.startAfter(target.after);
+  // The first pass reads, unless everything after `after` was committed once the watch was live:
+  // then it comes from the watch, and the log is read only if nothing came within a grace period.
+  let awaitingFirst = opened?.committedAfterLive === true && deltas.watchLive;
+  let mustRead = !awaitingFirst;
+  let since = store.appendCount;
+  let readAt = awaitingFirst ? Date.now() - pollMs + FIRST_EVENT_GRACE_MS : 0;
   try {
     while (!signal.aborted) {
       deltas.rearm();
@@ -111,6 +111,8 @@ export async function* readFeed(
           yield frame;
           if (signal.aborted) return;
         }
+        // The watch brought the first events: the poll counts from them, as from a read.
+        if (awaitingFirst && cursor.lastVersion > target.after) [awaitingFirst, readAt] = [false, Date.now()];
         mustRead =
           deltas.queued.length > 0 ||
           deltas.committedAhead ||
@@ -118,6 +120,7 @@ export async function* readFeed(
           Date.now() - readAt >= pollMs;
       }
       if (mustRead) {
+        awaitingFirst = false;
         deltas.committedAhead = false;
         since = store.appendCount;
         readAt = Date.now();
@@ -149,22 +152,19 @@ export const untilPoll = (remainingMs: number, pollMs: number): number => {
   return Math.ceil(Math.max(0, remainingMs) / step) * step;
 };
 
-/** Why a notice (a delta, a commit ahead) wakes the reader: a constant (an abort without one builds a DOMException). */
-const WOKEN = 'woken';
-
 /**
  * After a wait: whether the log must be read. Only deltas woke the reader when the wake signal
  * fired; then it depends on what they follow (a commit ahead of the reader, an append, the poll).
  */
-const logMayHaveMore = (deltas: DeltaQueue, appended: boolean, pollDue: boolean): boolean =>
+const logMayHaveMore = (deltas: FeedInput, appended: boolean, pollDue: boolean): boolean =>
   !deltas.wake.signal.aborted || deltas.committedAhead || appended || pollDue;
 
 /**
  * A pass without a read: the watched events that follow the cursor one by one, then the deltas
  * that follow only versions yielded. Lazy and synchronous, like a read pass.
  */
-function* livePassFrames(deltas: DeltaQueue, cursor: FeedCursor): Generator<FeedFrame, void, undefined> {
-  yield* durableFrames(deltas.takeWatched(cursor), cursor);
+function* livePassFrames(deltas: FeedInput, cursor: FeedCursor): Generator<FeedFrame, void, undefined> {
+  yield* durableFrames(deltas.takeWatched(), cursor);
   yield* deltaFrames(deltas.takeFollowing(cursor.lastVersion), cursor);
 }
 
@@ -174,92 +174,11 @@ function* livePassFrames(deltas: DeltaQueue, cursor: FeedCursor): Generator<Feed
  */
 function* readPassFrames(
   events: Parameters<typeof durableFrames>[0],
-  deltas: DeltaQueue,
+  deltas: FeedInput,
   cursor: FeedCursor,
 ): Generator<FeedFrame, void, undefined> {
   yield* durableFrames(events, cursor);
   yield* deltaFrames(deltas.queued.splice(0), cursor);
-}
-
-/** Where a feed is: the last version it yielded and the seq of its last delta. */
-interface FeedCursor {
-  lastVersion: number;
-  lastSeq: number;
-}
-
-/**
- * A feed's live input as it arrives: its deltas, a bounded queue (the oldest dropped past
- * `maxQueuedDeltas`), and with the bus's watch the stream's events after the cursor's version
- * (`watched`, by version, when usable as they are; else `committedAhead`); and a wake-up signal,
- * aborted by each and re-armed on each pass of the reader.
- */
-class DeltaQueue {
-  readonly queued: unknown[] = [];
-  /** Usable events seen on the watch after the cursor's version, by version. */
-  readonly watched = new Map<number, RecordedEvent>();
-  wake = new AbortController();
-  /** A commit after the last version yielded was published, not usable as it is, since the last read. */
-  committedAhead = false;
-  readonly #subscription: { unsubscribe(): void };
-  readonly #watching: { unsubscribe(): void } | undefined;
-  readonly #stopped: AbortSignal;
-  readonly #onStop = (): void => this.wake.abort(WOKEN);
-
-  constructor(sources: FeedSources, target: FeedTarget, cursor: FeedCursor, stopped: AbortSignal) {
-    const { tenantId, conversationId, streamName } = target;
-    this.#stopped = stopped;
-    stopped.addEventListener('abort', this.#onStop, { once: true });
-    this.#watching = sources.watch?.({ tenantId, streamName }, (event) => {
-      if (!noticeCallsForRead(event.version, cursor.lastVersion)) return;
-      if (usableWatchedEvent(event, target) && this.watched.size < MAX_WATCHED_AHEAD) {
-        this.watched.set(event.version, event);
-      } else this.committedAhead = true;
-      this.wake.abort(WOKEN);
-    });
-    const maxQueued = sources.maxQueuedDeltas ?? DEFAULT_MAX_QUEUED_DELTAS;
-    this.#subscription = sources.ephemeral.subscribe(
-      { kind: 'deltas', tenantId, conversationId },
-      (message) => {
-        if (this.queued.length >= maxQueued) this.queued.shift();
-        this.queued.push(message.data);
-        this.wake.abort(WOKEN);
-      },
-    );
-  }
-
-  /** A fresh wake signal, aborted at once when the reader is stopped already. */
-  rearm(): void {
-    this.wake = new AbortController();
-    if (this.#stopped.aborted) this.wake.abort(WOKEN);
-  }
-
-  /** Takes, one at a time, the watched events that directly follow the cursor (it moves as each is yielded). */
-  *takeWatched(cursor: FeedCursor): Generator<RecordedEvent, void, undefined> {
-    let next: RecordedEvent | undefined;
-    while ((next = this.watched.get(cursor.lastVersion + 1)) !== undefined) {
-      this.watched.delete(next.version);
-      yield next;
-    }
-    this.dropWatchedUpTo(cursor.lastVersion);
-  }
-
-  /** Forgets the watched events the reader has yielded (from the log or the watch). */
-  dropWatchedUpTo(version: number): void {
-    for (const held of this.watched.keys()) if (held <= version) this.watched.delete(held);
-  }
-
-  /** Takes, one at a time, the deltas at the head that follow no version after `lastVersion`. */
-  *takeFollowing(lastVersion: number): Generator<unknown, void, undefined> {
-    while (this.queued.length > 0 && (ephemeralVersion(this.queued[0]) ?? Infinity) <= lastVersion) {
-      yield this.queued.shift();
-    }
-  }
-
-  close(): void {
-    this.#stopped.removeEventListener('abort', this.#onStop);
-    this.#subscription.unsubscribe();
-    this.#watching?.unsubscribe();
-  }
 }
 
 /**

@@ -2,7 +2,7 @@ import type { RecordedEvent } from '@keel/core';
 import { InMemoryEphemeralChannel, InMemoryEventBus, InMemoryEventStore, SEALED_FIELD } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { FeedFrame } from './feed-frames.js';
-import { isEphemeralFrame, noticeCallsForRead, readFeed, untilPoll } from './feed-reader.js';
+import { isEphemeralFrame, noticeCallsForRead, openFeedInput, readFeed, untilPoll } from './feed-reader.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const tenantId = 't1';
@@ -292,6 +292,71 @@ describe('readFeed', () => {
     expect(store.reads).toBe(4);
     stop.abort();
     await frames.return(undefined);
+  });
+});
+
+describe('readFeed with an input opened ahead (a turn feed, before its message is submitted)', () => {
+  const openAhead = async (store: OtherProcessStore, bus: InMemoryEventBus, stop: AbortSignal) => {
+    const sources = {
+      store,
+      ephemeral: new InMemoryEphemeralChannel(),
+      pollMs: 60_000,
+      watch: bus.watch.bind(bus),
+      ping: () => Promise.resolve(),
+    };
+    return { sources, input: await openFeedInput(sources, target, stop) };
+  };
+
+  it('yields the events committed after the watch was live from the bus, with no read of the log', async () => {
+    const store = new OtherProcessStore();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    await store.append(tenantId, target.streamName, [{ type: 'ConversationCreated', data: { at } }]);
+    const { sources, input } = await openAhead(store, bus, stop.signal);
+    // The submission: the message and its turn, committed and published after the input was live.
+    const committed = (await store.append(tenantId, target.streamName, [started])).events;
+    await bus.publish(committed);
+    const frames = readFeed(sources, { ...target, after: 1 }, stop.signal, {
+      input,
+      committedAfterLive: true,
+    });
+    expect((await take(frames, 1)).map((f) => [f.id, f.event])).toEqual([['2', 'turn.started']]);
+    expect(store.reads).toBe(0);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+  });
+
+  it('reads the log after a short grace when nothing comes on the watch, and at once for a replayed turn', async () => {
+    for (const committedAfterLive of [true, false]) {
+      const store = new OtherProcessStore();
+      const bus = new InMemoryEventBus();
+      const stop = new AbortController();
+      const { sources, input } = await openAhead(store, bus, stop.signal);
+      // Committed, but its publish lost (or long before: a replayed turn).
+      await store.append(tenantId, target.streamName, [started]);
+      const startedAt = Date.now();
+      const frames = readFeed(sources, target, stop.signal, { input, committedAfterLive });
+      expect((await take(frames, 1)).map((f) => f.id)).toEqual(['1']);
+      expect(store.reads).toBe(1);
+      const waited = Date.now() - startedAt;
+      if (committedAfterLive) expect(waited).toBeGreaterThanOrEqual(90);
+      else expect(waited).toBeLessThan(90);
+      stop.abort();
+      await frames.return(undefined);
+      await bus.close();
+    }
+  });
+
+  it('stops its subscriptions when stopped before any reader took it', async () => {
+    const store = new OtherProcessStore();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    const { input } = await openAhead(store, bus, stop.signal);
+    stop.abort();
+    await bus.publish((await store.append(tenantId, target.streamName, [started])).events);
+    expect(input.watched.size).toBe(0);
+    await bus.close();
   });
 });
 

@@ -10,7 +10,8 @@ import { idempotencyKeyOf, tenantKeyScope } from '../idempotency/idempotency-key
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { EventsFeedService } from './events-feed.service.js';
 import type { FeedFrame } from './feed-frames.js';
-import { readFeed } from './feed-reader.js';
+import type { FeedInput } from './feed-input.js';
+import { openFeedInput, readFeed } from './feed-reader.js';
 import { turnFrames } from './turn-frames.js';
 
 /** A message to send: the conversation, the checked body fields, and the caller's Idempotency-Key. */
@@ -33,6 +34,12 @@ export interface SubmittedTurn {
 /** A turn submitted once per Idempotency-Key: `replayed` when a retry got the first request's turn. */
 export interface SubmittedOnce extends SubmittedTurn {
   replayed: boolean;
+}
+
+/** A turn feed's input opened before its message was submitted, and the signal it stops with. */
+export interface PreparedTurnFeed {
+  input: FeedInput;
+  stop: AbortSignal;
 }
 
 /** A started (or queued) turn and its frames. */
@@ -64,12 +71,48 @@ export class TurnFeedService implements BeforeApplicationShutdown {
    * Idempotency-Key starts no second turn: it streams the first one again (after `resumeAfter`).
    */
   async sendAndStream(caller: CallContext, request: TurnRequest, signal: AbortSignal): Promise<TurnFeed> {
-    const turn = await this.submitOnce(caller, request);
+    const prepared = await this.prepare(caller.tenantId, request.conversationId, signal);
+    let turn: SubmittedOnce;
+    try {
+      turn = await this.submitOnce(caller, request);
+    } catch (error) {
+      prepared?.input.close();
+      throw error;
+    }
     const resume = turn.replayed ? (request.resumeAfter ?? 0) : 0;
     return {
       ...turn,
-      frames: this.follow(caller.tenantId, request.conversationId, turn, signal, resume),
+      frames: this.follow(caller.tenantId, request.conversationId, turn, signal, resume, prepared),
     };
+  }
+
+  /**
+   * Opens a turn feed's input before its message goes to the agent (see readFeed's OpenedInput):
+   * resolved once the bus's watch is live (a NATS round trip), so the turn's events come from the
+   * watch without a first read of the log; meanwhile this process fetches the conversation's data
+   * key, alongside the submission (its events come sealed, and a watch never fetches a key).
+   * Undefined for a conversation id that names no stream (the agent answers it). Stopped with
+   * `signal` (or the gateway's shutdown); close its input when the submission fails.
+   */
+  async prepare(
+    tenantId: string,
+    conversationId: string,
+    signal: AbortSignal,
+  ): Promise<PreparedTurnFeed | undefined> {
+    let stream: string;
+    try {
+      stream = streamName(CONVERSATION_CATEGORY, conversationId);
+    } catch {
+      return undefined;
+    }
+    const stop = AbortSignal.any([signal, this.shutdown.signal]);
+    this.feeds.holdKey(tenantId, stream);
+    const input = await openFeedInput(
+      this.feeds.sources(),
+      { tenantId, conversationId, streamName: stream },
+      stop,
+    );
+    return { input, stop };
   }
 
   /**
@@ -123,9 +166,10 @@ export class TurnFeedService implements BeforeApplicationShutdown {
   follow(
     tenantId: string,
     conversationId: string,
-    turn: SubmittedTurn,
+    turn: SubmittedTurn & { replayed?: boolean },
     signal: AbortSignal,
     resumeAfter = 0,
+    prepared?: PreparedTurnFeed,
   ): AsyncIterable<FeedFrame> {
     const target = {
       tenantId,
@@ -133,8 +177,12 @@ export class TurnFeedService implements BeforeApplicationShutdown {
       streamName: streamName(CONVERSATION_CATEGORY, conversationId),
       after: turn.version,
     };
-    const stop = AbortSignal.any([signal, this.shutdown.signal]);
-    return turnFrames(readFeed(this.feeds.sources(), target, stop), turn.turnId, resumeAfter);
+    const stop = prepared?.stop ?? AbortSignal.any([signal, this.shutdown.signal]);
+    // A turn submitted now was committed after the input was live; a replayed one long before. (An
+    // agent-side replay of a first request that died answers an older turn as new: the reader
+    // then finds nothing on the watch and reads the log after its grace period.)
+    const opened = prepared && { input: prepared.input, committedAfterLive: turn.replayed === false };
+    return turnFrames(readFeed(this.feeds.sources(), target, stop, opened), turn.turnId, resumeAfter);
   }
 
   /** Ends every turn feed's reading (their turns run on), so the gateway can stop. */

@@ -48,7 +48,10 @@ const setup = (answer: () => Promise<unknown>) => {
       return answer();
     },
   } as unknown as AgentClient;
-  const feeds = { sources: () => ({ store, ephemeral, pollMs: 5_000 }) } as unknown as EventsFeedService;
+  const feeds = {
+    sources: () => ({ store, ephemeral, pollMs: 5_000 }),
+    holdKey: () => undefined,
+  } as unknown as EventsFeedService;
   const infra = { idempotency: new InMemoryIdempotencyStore() } as unknown as Infrastructure;
   const idempotency = new IdempotencyService(infra, createLogger('gateway', { level: 'silent' }));
   return { store, ephemeral, calls, service: new TurnFeedService(agent, feeds, idempotency) };
