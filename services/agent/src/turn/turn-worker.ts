@@ -117,7 +117,13 @@ export class TurnWorker {
         (delivery) => this.onConversationEvent(delivery),
       ),
       await bus.consume(
-        { name: 'agent-tool-results', filter: { category: TOOL_CALL_CATEGORY }, maxInFlight: 32 },
+        {
+          name: 'agent-tool-results',
+          filter: { category: TOOL_CALL_CATEGORY },
+          // The decider records a call's result once (a repeat is a no-op): no inbox write per result.
+          idempotency: 'none',
+          maxInFlight: 32,
+        },
         (delivery) => this.onToolExecuted(delivery),
       ),
     );
