@@ -55,6 +55,16 @@ describe('executeToolCall with an MCP tool', () => {
     expect(server.headers.some((h) => h.authorization === 'Bearer sealed-then-opened')).toBe(true);
   });
 
+  it('claims an MCP call only once the caller says it is still wanted (a claim never sent would read as unknown)', async () => {
+    const notWanted = new Error('turn cancelled');
+    await expect(
+      executeToolCall(request(), { ledger, webhooks, mcp }, { wanted: Promise.reject(notWanted) }),
+    ).rejects.toBe(notWanted);
+    expect(await ledger.get({ tenantId: 't1', toolCallId: 'tc-mcp-1' })).toBeUndefined();
+    expect(server.calls).toHaveLength(0);
+    expect((await executeToolCall(request(), { ledger, webhooks, mcp })).execution).toBe('executed');
+  });
+
   it('a call an earlier attempt left in flight is outcome_unknown, not sent again', async () => {
     await ledger.begin(
       { tenantId: 't1', toolCallId: 'tc-mcp-1' },

@@ -44,6 +44,19 @@ export interface ToolCallDependencies {
   onUnexpectedError?: (error: unknown, request: ToolCallRequest) => void;
 }
 
+/** How one execution is run. */
+export interface ToolCallOptions {
+  /** Aborts the call (a cancel signal, shutdown): ToolCallCancelledError. */
+  signal?: AbortSignal;
+  /**
+   * The caller's last check that the call is still wanted (its turn not cancelled meanwhile),
+   * awaited before anything runs or the ledger is answered, and alongside the claim: a rejection
+   * stops the call with that error before it runs. The claim may then stay in flight, as after a
+   * crash: a later trigger resumes it under the same key.
+   */
+  wanted?: Promise<void>;
+}
+
 /**
  * The outcome, and how it came about: `executed` (first delivery), `resumed` (an earlier attempt
  * was interrupted; run again with the same Idempotency-Key), `replayed` (the ledger already had
@@ -64,7 +77,7 @@ type Attempted =
 export const executeToolCall = async (
   request: ToolCallRequest,
   deps: ToolCallDependencies,
-  options: { signal?: AbortSignal } = {},
+  options: ToolCallOptions = {},
 ): Promise<ToolCallResult> => {
   const key = { tenantId: request.tenantId, toolCallId: request.toolCallId };
   const validator = deps.validator ?? defaultArgsValidator;
@@ -74,9 +87,10 @@ export const executeToolCall = async (
     (schema, args) => validator.validate(schema, args).ok,
     request.caller?.user?.role,
   );
+  const wanted = options.wanted ?? Promise.resolve();
   if (approval.required && !request.approvalGranted) {
     // A call that completed (approved) earlier is still answered from the ledger.
-    const known = await deps.ledger.get(key);
+    const [known] = await Promise.all([deps.ledger.get(key), wanted]);
     if (known?.outcome) return { ...known.outcome, execution: 'replayed' };
     // Not recorded: the call has not run, and an approval may still come for it.
     return {
@@ -91,7 +105,12 @@ export const executeToolCall = async (
     };
   }
 
-  const begun = await deps.ledger.begin(key, { conversationId: request.conversationId, name: request.name });
+  const meta = { conversationId: request.conversationId, name: request.name };
+  // Claimed while the caller's last check runs, unless a claim that then never runs would be
+  // answered `outcome_unknown` (an MCP call): then the check comes first.
+  const begun = unknownOutcomeStays(request.tool)
+    ? await wanted.then(() => deps.ledger.begin(key, meta))
+    : (await Promise.all([deps.ledger.begin(key, meta), wanted]))[0];
   if (begun.record.outcome) return { ...begun.record.outcome, execution: 'replayed' };
   if (begun.state === 'in-flight' && unknownOutcomeStays(request.tool)) {
     // An MCP call has no idempotency key the server must honour: an earlier attempt may have

@@ -88,6 +88,24 @@ describe('executeToolCall: webhooks, exactly once', () => {
     expect(record?.outcome).toEqual(outcome);
   });
 
+  it('claims the call while the caller checks it is still wanted; a no stops it before the webhook, resumable', async () => {
+    const request = call();
+    const notWanted = new Error('turn cancelled');
+    let claimedBeforeAnswer = false;
+    const wanted = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      claimedBeforeAnswer =
+        (await ledger.get({ tenantId: 'acme', toolCallId: request.toolCallId })) !== undefined;
+      throw notWanted;
+    })();
+    await expect(executeToolCall(request, deps, { wanted })).rejects.toBe(notWanted);
+    expect(claimedBeforeAnswer).toBe(true);
+    expect(hook.countFor(request.toolCallId)).toBe(0);
+    // Left in flight, as after a crash: a later trigger runs it under the same key.
+    expect(await executeToolCall(request, deps)).toMatchObject({ ok: true, execution: 'resumed' });
+    expect(hook.countFor(request.toolCallId)).toBe(1);
+  });
+
   it('a redelivery after completion answers from the ledger and does not call the webhook again', async () => {
     const request = call();
     const first = await executeToolCall(request, deps);

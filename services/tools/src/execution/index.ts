@@ -36,4 +36,9 @@ export type { BeginResult, ToolCallAttemptMeta, ToolCallLedger, ToolCallRecord }
 export { MongoToolCallLedger } from './mongo-ledger.js';
 export type { ToolCallDocument, ToolOutcomeDocument } from './mongo-ledger.js';
 export { executeToolCall } from './execute-tool-call.js';
-export type { ToolCallDependencies, ToolCallRequest, ToolCallResult } from './execute-tool-call.js';
+export type {
+  ToolCallDependencies,
+  ToolCallOptions,
+  ToolCallRequest,
+  ToolCallResult,
+} from './execute-tool-call.js';

@@ -19,7 +19,7 @@ import type {
   ToolError,
   ToolOutcome,
 } from '../execution/index.js';
-import type { CallTrigger, RequestedCall } from './call-trigger.js';
+import type { CallTrigger, RequestedCall, SkipReason } from './call-trigger.js';
 import { findRequest, outcomeMayBeRecorded, requestedCall, skipReason, triggerOf } from './call-trigger.js';
 import { recordToolCallExecuted } from './record-outcome.js';
 import type { RunningCall } from './running-calls.js';
@@ -69,6 +69,19 @@ export interface ToolCallConsumerOptions {
 }
 
 type Outcome = ToolOutcome & { execution?: ToolCallResult['execution']; kind?: string };
+
+/** A call to run, and the check (still running) that it is still wanted: it rejects with CallNotWanted. */
+interface CallToRun {
+  call: RequestedCall;
+  wanted: Promise<void>;
+}
+
+/** The events after a request make running it pointless (see `skipReason`): nothing runs, nothing is recorded. */
+class CallNotWanted extends Error {
+  constructor(readonly reason: SkipReason) {
+    super(`tool call not run: ${reason}`);
+  }
+}
 
 /**
  * Executes the tool calls of conversations (DESIGN.md "The flow of one turn", step 6): reads
@@ -176,11 +189,18 @@ export class ToolCallConsumer {
     const running = this.#runningCalls.add(tenantId, conversationId, turnId);
     let call: RequestedCall | undefined;
     try {
-      call = await this.#callToRun(event, toolCallId, askLogFirst, log);
-      if (!call) return;
-      const outcome = await this.#execute(tenantId, conversationId, call, trigger, running, log);
+      const toRun = await this.#callToRun(event, toolCallId, askLogFirst, log);
+      if (!toRun) return;
+      call = toRun.call;
+      const outcome = await this.#execute(tenantId, conversationId, toRun, trigger, running, log);
+      // Nothing is recorded for a call whose turn turned out to be cancelled.
+      await toRun.wanted;
       await this.#record(event, conversationId, call, outcome, log);
     } catch (error) {
+      if (error instanceof CallNotWanted) {
+        log.info({ tool: call?.name, reason: error.reason }, 'tool call not run');
+        return;
+      }
       if (
         error instanceof ToolCallCancelledError &&
         call &&
@@ -194,33 +214,53 @@ export class ToolCallConsumer {
   }
 
   /**
-   * The requested call when it is still to run: found, and not skipped. A redelivery first asks
-   * the log whether the outcome is recorded (then nothing more is read); a first delivery does
-   * not — should it be a late duplicate, the ledger answers the recorded outcome and the
-   * `no_stream` append finds it recorded, so nothing runs or is recorded twice.
+   * The requested call when it is still to run, and the check that it still is (`wanted`). A
+   * redelivery first asks the log whether the outcome is recorded (then nothing more is read); a
+   * first delivery does not — should it be a late duplicate, the ledger answers the recorded
+   * outcome and the `no_stream` append finds it recorded, so nothing runs or is recorded twice.
+   * A request in hand is checked against the events after it while the call is claimed (its
+   * turn cancelled, its result recorded: CallNotWanted); an approval finds its request first.
    */
   async #callToRun(
     event: RecordedEvent,
     toolCallId: string,
     askLogFirst: boolean,
     log: KeelLogger,
-  ): Promise<RequestedCall | undefined> {
+  ): Promise<CallToRun | undefined> {
+    const { store } = this.#deps;
     const outcomeStream = streamName(TOOL_CALL_CATEGORY, toolCallId);
-    if (askLogFirst && (await this.#deps.store.streamVersion(event.tenantId, outcomeStream)) > 0) {
+    if (askLogFirst && (await store.streamVersion(event.tenantId, outcomeStream)) > 0) {
       log.debug({ trigger: event.type }, 'tool call outcome already recorded');
       return undefined;
     }
-    const { call, later } = await this.#findCall(event, toolCallId);
+    const own = requestedCall(event);
+    if (own) {
+      const wanted = store
+        .read(event.tenantId, event.streamName, { fromVersion: event.version + 1 })
+        .then((later) => {
+          const skip = skipReason(later, own);
+          if (skip) throw new CallNotWanted(skip);
+        });
+      // Awaited by the execution and before recording; never left unhandled meanwhile.
+      wanted.catch(() => undefined);
+      return { call: own, wanted };
+    }
+    // An approval: its request came earlier in the same conversation.
+    const events = await store.read(event.tenantId, event.streamName);
+    const call = findRequest(events, toolCallId);
     if (!call) {
       log.warn({ trigger: event.type }, 'no ToolCallRequested for this tool call; nothing to run');
       return undefined;
     }
-    const skip = skipReason(later, call);
+    const skip = skipReason(
+      events.filter((e) => e.version > call.version),
+      call,
+    );
     if (skip) {
       log.info({ tool: call.name, reason: skip }, 'tool call not run');
       return undefined;
     }
-    return call;
+    return { call, wanted: Promise.resolve() };
   }
 
   /** Counts the outcome (unless answered from the ledger: counted when it ran) and records it in the log. */
@@ -278,25 +318,6 @@ export class ToolCallConsumer {
     return false;
   }
 
-  /** The requested call, and the conversation's events after it. */
-  async #findCall(
-    trigger: RecordedEvent,
-    toolCallId: string,
-  ): Promise<{ call?: RequestedCall; later: RecordedEvent[] }> {
-    const { store } = this.#deps;
-    const own = requestedCall(trigger);
-    if (own) {
-      const later = await store.read(trigger.tenantId, trigger.streamName, {
-        fromVersion: trigger.version + 1,
-      });
-      return { call: own, later };
-    }
-    // An approval: its request came earlier in the same conversation.
-    const events = await store.read(trigger.tenantId, trigger.streamName);
-    const call = findRequest(events, toolCallId);
-    return { ...(call ? { call } : {}), later: call ? events.filter((e) => e.version > call.version) : [] };
-  }
-
   async #turnCancelled(trigger: RecordedEvent, call: RequestedCall): Promise<boolean> {
     const later = await this.#deps.store.read(trigger.tenantId, trigger.streamName, {
       fromVersion: call.version + 1,
@@ -307,7 +328,7 @@ export class ToolCallConsumer {
   async #execute(
     tenantId: string,
     conversationId: string,
-    call: RequestedCall,
+    { call, wanted }: CallToRun,
     trigger: CallTrigger,
     running: RunningCall,
     log: KeelLogger,
@@ -343,7 +364,7 @@ export class ToolCallConsumer {
         ...(deps.now ? { now: deps.now } : {}),
         onUnexpectedError: (error) => log.error({ tool: call.name, err: error }, 'built-in tool failed'),
       },
-      { signal: running.controller.signal },
+      { signal: running.controller.signal, wanted },
     );
     return { ...result, kind: tool.kind };
   }
