@@ -117,7 +117,7 @@ export class BudgetLog {
     let known = await this.remembered(tenantId, month);
     for (let attempt = 1; ; attempt++) {
       known = this.laterOf(tenantId, month, known);
-      const decisions = decideInOrder(batch, known.state);
+      const { decisions, state } = decideInOrder(batch, known.state);
       const events = batch.flatMap((waiting, i) => {
         const decision = decisions[i]!;
         if (!('events' in decision)) return [];
@@ -135,7 +135,7 @@ export class BudgetLog {
         const appended = await this.store.append(tenantId, budgetStream(month), events, {
           expectedVersion: known.version,
         });
-        const state = foldRecorded(budgetDecider, appended.events, known.state);
+        // The state the decisions left is the appended events folded (what was decided was appended).
         const after = { ...known, state, version: appended.nextExpectedVersion };
         this.remember(tenantId, month, after);
         this.maybeSnapshot(tenantId, month, after);
@@ -219,9 +219,12 @@ export class BudgetLog {
  * Each command decided on the state the ones before it in the batch leave: an admitted turn counts
  * in the next one's spent + reserved, exactly as if they had been appended one by one.
  */
-const decideInOrder = (batch: readonly Waiting[], from: MonthBudget): Decision[] => {
+const decideInOrder = (
+  batch: readonly Waiting[],
+  from: MonthBudget,
+): { decisions: Decision[]; state: MonthBudget } => {
   let state = from;
-  return batch.map(({ command }) => {
+  const decisions = batch.map(({ command }): Decision => {
     try {
       const events = budgetDecider.decide(command, state);
       state = events.reduce(budgetDecider.evolve, state);
@@ -230,6 +233,7 @@ const decideInOrder = (batch: readonly Waiting[], from: MonthBudget): Decision[]
       return { refused };
     }
   });
+  return { decisions, state };
 };
 
 /** Answers each waiting command with its decision: done, or its refusal. */
