@@ -131,6 +131,23 @@ export const describeConversationIndexContract = (
       expect((await index.list(t)).conversations.map((c) => c.conversationId)).toEqual([kept.conversationId]);
     });
 
+    it('a late record or update of a removed conversation does not bring it back', async () => {
+      const index = await setup();
+      const t = tenant();
+      const gone = entry(t, 1, 'gone');
+      await index.record(gone);
+      await index.remove(t, gone.conversationId);
+      await index.update({ ...gone, status: 'idle', version: 9 });
+      await index.record(gone);
+      // Removed before it was ever listed (the deletion handled first): the same.
+      const never = entry(t, 2, 'never');
+      await index.remove(t, never.conversationId);
+      await index.record(never);
+      await index.update({ ...never, status: 'running', version: 3 });
+      expect((await index.list(t)).conversations).toEqual([]);
+      expect((await index.list(t, {}, { status: 'idle' })).conversations).toEqual([]);
+    });
+
     it('defaults to 20 a page; refuses a limit outside 1–100 and a cursor it did not make, by name', async () => {
       const index = await setup();
       const t = tenant();

@@ -9,20 +9,25 @@ import { decodeCursor, encodeCursor, indexKey, matches, pageSize } from './conve
 /** The conversation index in memory (dev mode and tests). */
 export class InMemoryConversationIndex implements ConversationIndex {
   readonly #entries = new Map<string, IndexedConversation>();
+  /** Keys of removed conversations: a late record or update of one changes nothing. */
+  readonly #removed = new Set<string>();
 
   record(entry: IndexedConversation): Promise<void> {
     const key = indexKey(entry.tenantId, entry.conversationId);
-    if (!this.#entries.has(key)) this.#entries.set(key, { ...entry });
+    if (!this.#entries.has(key) && !this.#removed.has(key)) this.#entries.set(key, { ...entry });
     return Promise.resolve();
   }
 
   remove(tenantId: string, conversationId: string): Promise<void> {
-    this.#entries.delete(indexKey(tenantId, conversationId));
+    const key = indexKey(tenantId, conversationId);
+    this.#entries.delete(key);
+    this.#removed.add(key);
     return Promise.resolve();
   }
 
   update(entry: IndexedConversation & { version: number }): Promise<void> {
     const key = indexKey(entry.tenantId, entry.conversationId);
+    if (this.#removed.has(key)) return Promise.resolve();
     const known = this.#entries.get(key);
     if (!known || (known.version ?? 0) < entry.version) this.#entries.set(key, { ...entry });
     return Promise.resolve();

@@ -27,6 +27,19 @@ export interface ConversationIndexDocument {
   version?: number;
 }
 
+/**
+ * What `remove` leaves of a deleted conversation: its key alone (no title, no metadata), at a
+ * version no update reaches, so a late write for it (another instance's delayed update, a
+ * redelivered creation) finds the key taken and changes nothing.
+ */
+interface RemovedDocument {
+  _id: string;
+  tenantId: string;
+  conversationId: string;
+  removed: true;
+  version: number;
+}
+
 /** The document of an entry, without its absent fields. */
 const documentOf = (entry: IndexedConversation): ConversationIndexDocument => ({
   _id: indexKey(entry.tenantId, entry.conversationId),
@@ -61,10 +74,10 @@ const queryOf = (filter: ConversationFilter): Filter<ConversationIndexDocument> 
  * the tenant's prefix, descending, so MongoDB serves it from the `_id` index.
  */
 export class MongoConversationIndex implements ConversationIndex {
-  readonly #entries: Collection<ConversationIndexDocument>;
+  readonly #entries: Collection<ConversationIndexDocument | RemovedDocument>;
 
   constructor(db: Db, options: { collectionPrefix?: string } = {}) {
-    this.#entries = db.collection<ConversationIndexDocument>(
+    this.#entries = db.collection<ConversationIndexDocument | RemovedDocument>(
       `${options.collectionPrefix ?? ''}conversation_index`,
     );
   }
@@ -77,8 +90,26 @@ export class MongoConversationIndex implements ConversationIndex {
     }
   }
 
+  /** Leaves the removed key in place of the entry (see RemovedDocument): replaced, or inserted when absent. */
   async remove(tenantId: string, conversationId: string): Promise<void> {
-    await this.#entries.deleteOne({ _id: indexKey(tenantId, conversationId) });
+    const _id = indexKey(tenantId, conversationId);
+    const removed: RemovedDocument = {
+      _id,
+      tenantId,
+      conversationId,
+      removed: true,
+      version: Number.MAX_SAFE_INTEGER,
+    };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if ((await this.#entries.replaceOne({ _id }, removed)).matchedCount > 0) return;
+      try {
+        await this.#entries.insertOne(removed);
+        return;
+      } catch (error) {
+        // Recorded meanwhile: replace that entry.
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
   }
 
   /**
@@ -112,11 +143,18 @@ export class MongoConversationIndex implements ConversationIndex {
     // `}` follows `|`: every key of the tenant sorts below `${tenantId}}`.
     const upper = before === undefined ? `${tenantId}}` : indexKey(tenantId, before);
     const documents = await this.#entries
-      .find({ _id: { $gt: `${tenantId}|`, $lt: upper }, tenantId, ...queryOf(filter) })
+      .find({
+        _id: { $gt: `${tenantId}|`, $lt: upper },
+        tenantId,
+        removed: { $exists: false },
+        ...queryOf(filter),
+      } as Filter<ConversationIndexDocument | RemovedDocument>)
       .sort({ _id: -1 })
       .limit(limit + 1)
       .toArray();
-    const conversations = documents.slice(0, limit).map(({ _id, ...entry }): IndexedConversation => entry);
+    const conversations = (documents as ConversationIndexDocument[])
+      .slice(0, limit)
+      .map(({ _id, ...entry }): IndexedConversation => entry);
     const last = conversations.at(-1);
     return {
       conversations,
