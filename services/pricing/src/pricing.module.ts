@@ -4,7 +4,7 @@ import {
 } from '@keel/proto/keel/pricing/v1/pricing';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
-import type { OnApplicationBootstrap } from '@nestjs/common';
+import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Inject, Module } from '@nestjs/common';
 import { loadCatalogueFile } from './catalogue/catalogue-file.js';
 import { PricingController } from './grpc/pricing.grpc.js';
@@ -20,17 +20,33 @@ import { PricingService } from './pricing/pricing.service.js';
   providers: [
     {
       provide: PricingService,
-      inject: [KEEL_INFRA],
-      useFactory: (infra: Infrastructure) =>
-        new PricingService(loadCatalogueFile(), new PriceOverrideLog(infra.store)),
+      inject: [KEEL_INFRA, KEEL_LOGGER],
+      useFactory: (infra: Infrastructure, logger: KeelLogger) =>
+        new PricingService(
+          loadCatalogueFile(),
+          // The bus's watch spares a read of the override stream per question (see PriceOverrideLog).
+          new PriceOverrideLog(infra.store, Date.now, {
+            watched: infra.watched,
+            bus: infra.bus,
+            onUnheard: (version) =>
+              logger.warn(
+                { version },
+                'price override not seen on the bus: other instances see it within KEEL_WATCH_MAX_AGE_MS',
+              ),
+          }),
+        ),
     },
   ],
 })
-export class PricingModule implements OnApplicationBootstrap {
+export class PricingModule implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(PricingService) private readonly pricing: PricingService,
     @Inject(KEEL_LOGGER) private readonly logger: KeelLogger,
   ) {}
+
+  onModuleDestroy(): void {
+    this.pricing.close();
+  }
 
   /** Rebuilds the overrides from the log before the first call is served. */
   async onApplicationBootstrap(): Promise<void> {

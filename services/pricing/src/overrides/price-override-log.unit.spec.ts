@@ -1,5 +1,5 @@
 import type { EventStore } from '@keel/core';
-import { InMemoryEventStore } from '@keel/core';
+import { InMemoryEventBus, InMemoryEventStore, WatchedStreams } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import type { PriceSet } from './price-events.js';
 import { PriceOverrideLog } from './price-override-log.js';
@@ -56,7 +56,7 @@ const countingStore = () => {
       return Reflect.get(target, property, receiver) as unknown;
     },
   });
-  return { store, reads: () => reads };
+  return { store, inner, reads: () => reads };
 };
 
 describe('PriceOverrideLog freshness', () => {
@@ -94,5 +94,45 @@ describe('PriceOverrideLog freshness', () => {
     await b.freshFor(now);
     expect(b.timeline.priceAt('openai:gpt-4o', now)?.inputUsdPerMtok).toBe(9);
     expect(b.version).toBe(1);
+  });
+});
+
+describe('PriceOverrideLog with the bus watch', () => {
+  it("answers without a read while the watch vouches for its fold, and reads once another instance's override arrives on the bus", async () => {
+    const { store, inner, reads } = countingStore();
+    const bus = new InMemoryEventBus();
+    // Every commit on the bus as it is made (the relay's fast path).
+    inner.onCommitted((events) => void bus.publish([...events]));
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const instance = () =>
+      new PriceOverrideLog(store, () => now, {
+        watched: new WatchedStreams(bus, { now: () => now, maxAgeMs: 5_000 }),
+        bus,
+      });
+    const [a, b] = [instance(), instance()];
+    a.listen();
+    b.listen();
+    await b.freshFor(now);
+    expect(reads()).toBe(1);
+    now += 1_000;
+    await Promise.all([b.freshFor(now), b.freshFor(now + 60_000)]);
+    expect(reads()).toBe(1);
+
+    // SetPrice on `a` answers once its own watch has the override back from the bus.
+    await a.append(priceSet('openai:gpt-4o', 9, new Date(now).toISOString()), {});
+    const afterAppend = reads();
+    await b.freshFor(now);
+    expect(reads()).toBe(afterAppend + 1);
+    expect(b.timeline.priceAt('openai:gpt-4o', now)?.inputUsdPerMtok).toBe(9);
+    await b.freshFor(now);
+    expect(reads()).toBe(afterAppend + 1);
+
+    // A watch vouches for at most its max age (a publish missed while NATS was down).
+    now += 5_000;
+    await b.freshFor(now);
+    expect(reads()).toBe(afterAppend + 2);
+    a.close();
+    b.close();
+    await bus.close();
   });
 });

@@ -48,10 +48,16 @@ export class PricingService {
     this.book = new PriceBook(catalogue, overrides.timeline);
   }
 
-  /** Folds the override log (at start); returns how many overrides it holds. */
+  /** Listens to the override stream on the bus and folds its log (at start); returns how many overrides it holds. */
   async loadOverrides(): Promise<number> {
+    this.overrides.listen();
     await this.overrides.catchUp();
     return this.overrides.version;
+  }
+
+  /** Stops listening to the override stream (shutdown). */
+  close(): void {
+    this.overrides.close();
   }
 
   /** The price of a model at `at` (empty: now). Unknown model: NotFoundError. */
