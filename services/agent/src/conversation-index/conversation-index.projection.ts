@@ -47,9 +47,10 @@ export const DEFAULT_INDEX_WRITE_DELAY_MS = 250;
  */
 const INDEX_DELIVERIES_IN_FLIGHT = 256;
 
-/** An entry waiting for its write, and the deliveries that are acknowledged once it is written. */
+/** A conversation's entry waiting for its write, and the deliveries acknowledged once it is written. */
 interface PendingWrite {
-  entry: VersionedEntry;
+  /** The latest version of the conversation its events reached: the entry written reflects it at least. */
+  version: number;
   written: Promise<void>;
   /** Ends the wait now (the projection stops). */
   now(): void;
@@ -63,12 +64,13 @@ interface PendingWrite {
  *
  * Every later event that may change the status, title or metadata sets the entry to the
  * conversation at that event's version or a later one (`update` keeps the latest version, so
- * events handled out of order or twice leave the newest state). The entry comes from the state
- * this process holds when that includes the event (the common case: it wrote the event), else
- * from a read. An event written by another process is seen through that read. Writes are off a turn's path: an entry waits `writeDelayMs` for the
- * conversation's next events and the latest one is written once for all of them; a delivery is
- * acknowledged only after the write that covers it, so a crash before it loses nothing (the
- * event is delivered again). The index lags the log by about `writeDelayMs`.
+ * events handled out of order or twice leave the newest state). Those writes are off a turn's
+ * path: an event's write waits `writeDelayMs` for the conversation's next events, and one write
+ * then covers them all. The entry is taken when it is written: from the state this process holds
+ * when that includes the events (the common case: it wrote them), else from a read (an event
+ * another process wrote is seen through it). A delivery is acknowledged only after the write that
+ * covers it, so a crash before it loses nothing (the event is delivered again). The index lags
+ * the log by about `writeDelayMs`.
  */
 export class ConversationIndexProjection {
   #consumer: Consumer | undefined;
@@ -112,15 +114,9 @@ export class ConversationIndexProjection {
     // Deleted: the entry goes (its title and metadata are the conversation's content).
     if (event.type === CONVERSATION_DELETED) return this.index.remove(event.tenantId, conversationId);
     if (!isEvent<ConversationCreated>(event, 'ConversationCreated')) {
-      if (UNINDEXED.has(event.type) || !this.source) return;
-      const waiting = this.#pending.get(indexKey(event.tenantId, conversationId));
-      // An entry already waiting at this version or a later one reflects this event too.
-      if (waiting && waiting.entry.version >= event.version) return waiting.written;
-      const entry =
-        this.source.remembered(event.tenantId, conversationId, event.version) ??
-        (await this.source.load(event.tenantId, conversationId));
-      if (entry) await this.write(entry);
-      return;
+      const { source } = this;
+      if (UNINDEXED.has(event.type) || !source) return;
+      return this.writeLater(source, event.tenantId, conversationId, event.version);
     }
     const { agentId, title, metadata, createdAt, userId } = event.data;
     await this.index.record({
@@ -135,12 +131,20 @@ export class ConversationIndexProjection {
     });
   }
 
-  /** Writes `entry` after the delay, or the later entry of its conversation that arrives meanwhile. */
-  private write(entry: VersionedEntry): Promise<void> {
-    const key = indexKey(entry.tenantId, entry.conversationId);
+  /**
+   * Writes the conversation's entry, at `version` or later, once the delay has passed: the write
+   * already waiting for the conversation covers this event too.
+   */
+  private writeLater(
+    source: IndexEntrySource,
+    tenantId: string,
+    conversationId: string,
+    version: number,
+  ): Promise<void> {
+    const key = indexKey(tenantId, conversationId);
     const waiting = this.#pending.get(key);
     if (waiting) {
-      if (entry.version > waiting.entry.version) waiting.entry = entry;
+      waiting.version = Math.max(waiting.version, version);
       return waiting.written;
     }
     let now = (): void => undefined;
@@ -152,11 +156,14 @@ export class ConversationIndexProjection {
       };
     });
     const pending: PendingWrite = {
-      entry,
+      version,
       now,
-      written: delay.then(() => {
+      written: delay.then(async () => {
         this.#pending.delete(key);
-        return this.index.update(pending.entry);
+        const entry =
+          source.remembered(tenantId, conversationId, pending.version) ??
+          (await source.load(tenantId, conversationId));
+        if (entry) await this.index.update(entry);
       }),
     };
     this.#pending.set(key, pending);

@@ -196,7 +196,8 @@ describe('conversation index', () => {
   });
 
   it('reads the log for an event another process wrote, and lists the conversation as it is now', async () => {
-    const t = await setup(new InMemoryConversationIndex(), { writeDelayMs: 0 });
+    const index = new InMemoryConversationIndex();
+    const t = await setup(index, { writeDelayMs: 0 });
     stop = t.stop;
     const created = await t.conversations.create(ctx, { agentId: 'support' });
     await t.projection.start();
@@ -210,8 +211,9 @@ describe('conversation index', () => {
       },
     ]);
 
+    // Asked of the index itself: a list through the service would read the log (and hold the event).
     await eventuallyTrue(
-      async () => (await t.conversations.list('acme')).conversations[0]?.title === 'Written elsewhere',
+      async () => (await index.list('acme')).conversations[0]?.title === 'Written elsewhere',
     );
     expect(t.loads).toEqual([created.id]);
   });
