@@ -1,4 +1,5 @@
 import { mongoUrlFor, uniqueName } from '@keel/testkit';
+import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import type { PlacedPage } from '../event-store/index.js';
 import type { LogPageDocument } from './commit-document.js';
@@ -93,6 +94,38 @@ describe('MongoDB sequencers told of each other pages', () => {
     } finally {
       await cleanup();
       await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('a process that never placed a page reads told pages with no query, and finds the end of the log with one probe, not a scan', async () => {
+    const url = mongoUrlFor(uniqueName('told_reader'));
+    const writer = await MongoEventStore.connect(url);
+    const client = new MongoClient(url, { monitorCommands: true });
+    await client.connect();
+    const reader = new MongoEventStore(client.db());
+    await reader.init();
+    try {
+      const commands: string[] = [];
+      client.on('commandStarted', (e) =>
+        commands.push(`${e.commandName} ${String(e.command[e.commandName])}`),
+      );
+      for (let n = 1; n <= 3; n++) {
+        await writer.append('acme', 'chat-1', [{ type: 'Said', data: { n } }]);
+        await writer.sequence({
+          ownOnly: true,
+          onPlaced: (page) => reader.learnPlaced(JSON.parse(JSON.stringify(page)) as PlacedPage),
+        });
+      }
+      const told = await reader.readAll({ after: 0, limit: 100, scope: 'all-tenants' });
+      expect(told.events.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect(commands).toEqual([]);
+      const end = await reader.readAll({ after: told.lastPosition, limit: 100, scope: 'all-tenants' });
+      expect(end).toEqual({ events: [], lastPosition: 3 });
+      expect(commands).toEqual(['find log_pages']);
+    } finally {
+      await writer.db.dropDatabase();
+      await writer.close();
+      await client.close();
     }
   });
 });

@@ -106,16 +106,16 @@ export class MongoSequencer {
   /**
    * The events of the pages from `after + 1` on, read by `_id` (each page, then its commits): how
    * the relay reads pages another process placed without a scan. An empty page when `after` is
-   * the end of the last page this sequencer knows and no page follows it (positions exist only in
-   * pages, so there is nothing to read). Undefined when neither holds (`after` inside a page, or
-   * a page whose commit is not found): the caller then queries.
+   * the end of a page this sequencer knows (the last, or one kept) and no page follows it
+   * (positions exist only in pages, so there is nothing to read). Undefined when neither holds
+   * (`after` inside a page or unknown, or a page whose commit is not found): the caller then queries.
    */
   async pageEvents(
     after: number,
     limit: number,
   ): Promise<{ events: RecordedEvent[]; lastPosition: number } | undefined> {
     let page: LogPageDocument | null = await this.pages.findOne({ _id: pageKey(after + 1) });
-    if (!page) return this.last?.end === after ? { events: [], lastPosition: after } : undefined;
+    if (!page) return this.endsPage(after) ? { events: [], lastPosition: after } : undefined;
     const events: RecordedEvent[] = [];
     let lastPosition = after;
     while (page) {
@@ -138,6 +138,13 @@ export class MongoSequencer {
     this.logId = logId;
   }
 
+  /** Whether a page known here (the last, or one kept) ends at `position`. */
+  private endsPage(position: number): boolean {
+    if (this.last?.end === position) return true;
+    for (const page of this.recent.values()) if (page.end === position) return true;
+    return false;
+  }
+
   /** Tells the sequencer of a commit this process just wrote, so it need not query for it. */
   hint(commit: CommitDocument): void {
     if (this.hints.size >= this.batchSize * 4) return;
@@ -155,7 +162,7 @@ export class MongoSequencer {
   learn(told: PlacedPage): void {
     if (this.logId === undefined || told.log !== this.logId) return;
     if (told.events) this.keepRecent(told.start, told.end, told.events);
-    if (!this.last || told.start <= this.last.end) return;
+    if (this.last && told.start <= this.last.end) return;
     const page: LogPageDocument = {
       _id: pageKey(told.start),
       start: told.start,
@@ -163,9 +170,22 @@ export class MongoSequencer {
       commits: told.commits,
       at: '',
     };
+    // A sequencer that knew no page starts from this one, as from a load of the log's end.
+    if (!this.last) this.startFrom(page);
     this.told.set(page.start, page);
     this.followTold();
     if (this.told.size > RECENT_PAGES) this.told.clear();
+  }
+
+  /**
+   * Takes `page` as the last page known (loaded, or told); the pages before it were never seen
+   * here, so a commit already written may be in one of them: its hint is verified by its flag.
+   */
+  private startFrom(page: LogPageDocument | undefined): void {
+    this.last = page;
+    this.knownFrom = Date.now();
+    for (const id of this.hints.keys()) this.unverified.add(id);
+    if (page) this.forget(page);
   }
 
   /** Moves the last known page on through the told pages that follow it. */
@@ -301,12 +321,8 @@ export class MongoSequencer {
   /** The last page of the log: known in memory and probed forward by `_id`, else found by a query. */
   private async lastPage(): Promise<LogPageDocument | undefined> {
     if (!this.last) {
-      this.last = (await this.pages.find({}).sort({ _id: -1 }).limit(1).next()) ?? undefined;
-      // The pages before it were never seen here: a commit already written may be in one of them.
-      this.knownFrom = Date.now();
-      for (const id of this.hints.keys()) this.unverified.add(id);
+      this.startFrom((await this.pages.find({}).sort({ _id: -1 }).limit(1).next()) ?? undefined);
       if (!this.last) return undefined;
-      this.forget(this.last);
     }
     // Another sequencer may have written pages since: follow them.
     let last: LogPageDocument = this.last;
