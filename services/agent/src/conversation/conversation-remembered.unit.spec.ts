@@ -75,6 +75,19 @@ const setup = async () => {
   return { instance, log, conversationReads };
 };
 
+/** The model's output of step 1 asking for `refund` (call `r`), which a person approves (`ap-1`). */
+const approvalCall = (turnId: string): ConversationCommand => ({
+  type: 'RecordModelOutput',
+  turnId,
+  step: 1,
+  messageId: 'a1',
+  text: '',
+  toolCalls: [{ toolCallId: 'r', name: 'refund', args: {}, verdict: { kind: 'allow', approval: 'always' } }],
+  usage,
+  approvalIds: { r: 'ap-1' },
+  at: new Date().toISOString(),
+});
+
 /** The model's output of step 1 asking the client for `read_page` (call `k`). */
 const clientCall = (turnId: string): ConversationCommand => ({
   type: 'RecordModelOutput',
@@ -189,6 +202,25 @@ describe('commands on a conversation this process remembers', () => {
     await a.submitToolResult(ctx, id, { toolCallId: 'k', ok: true, result: { title: 'Home' } }, accept);
     expect(checked).toEqual(['read_page']);
     expect(await log(`conversation-${id}`)).toContain('ToolCallCompleted');
+  });
+
+  it('an approval appends with no read; one decided meanwhile on another instance is a 409 from the log, a retry with its key the first answer', async () => {
+    const { instance, log, conversationReads } = await setup();
+    const [a, b] = [instance(), instance()];
+    const { id } = await a.create(ctx, { agentId: 'support' });
+    const { turnId } = await a.send(ctx, id, { content: 'refund it' });
+    await a.run(ctx, id, approvalCall(turnId));
+    await b.get('acme', id);
+    conversationReads.length = 0;
+    const key = acceptedRequestOf('DecideApproval ap-1', 'd1', { decision: 'approve', reason: '' });
+    await a.decideApproval(ctx, id, 'ap-1', { decision: 'approve' }, key);
+    expect(conversationReads).toEqual([]);
+    expect(await b.decideApproval(ctx, id, 'ap-1', { decision: 'approve' }, key)).toEqual({
+      approvalId: 'ap-1',
+      decision: 'approve',
+    });
+    await expect(b.decideApproval(ctx, id, 'ap-1', { decision: 'deny' })).rejects.toThrow(/already decided/);
+    expect((await log(`conversation-${id}`)).filter((t) => t === 'ApprovalDecided')).toHaveLength(1);
   });
 
   it("a tool's result on a call this process recorded appends with no read", async () => {
