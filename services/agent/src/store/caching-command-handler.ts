@@ -34,7 +34,16 @@ export interface CachingCommandHandlerOptions extends CommandHandlerOptions {
    * lost), not by the very next load. Only for streams where that is acceptable (configuration).
    */
   watched?: StreamWatch;
+  /**
+   * With `watched`: a load served from memory more than this long after the stream's last read
+   * starts a read in the background (default 2,000 ms, under KEEL_WATCH_MAX_AGE_MS's default
+   * 5,000), so the watch keeps vouching and no load waits for the periodic read.
+   */
+  refreshAfterMs?: number;
 }
+
+/** See `CachingCommandHandlerOptions.refreshAfterMs`. */
+const DEFAULT_REFRESH_AFTER_MS = 2_000;
 
 /**
  * A command handler that remembers the state of the streams this process loaded or wrote, so a
@@ -56,6 +65,10 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
   private readonly watched: StreamWatch | undefined;
   /** Streams a command is being decided on after a read (by key, how many): their loads read. */
   private readonly deciding = new Map<string, number>();
+  private readonly refreshAfterMs: number;
+  /** When each watched stream was last read (epoch ms), and the background reads under way. */
+  private readonly readAt = new Map<string, number>();
+  private readonly refreshing = new Set<string>();
 
   constructor(
     private readonly log: EventStore,
@@ -67,6 +80,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     this.every = options.snapshot?.every;
     this.snapshotOptions = options.snapshot;
     this.watched = options.watched;
+    this.refreshAfterMs = options.refreshAfterMs ?? DEFAULT_REFRESH_AFTER_MS;
   }
 
   override async load(tenantId: string, streamName: string): Promise<LoadedState<State>> {
@@ -77,13 +91,31 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
       !this.deciding.has(key) &&
       this.watched?.isCurrentAt(tenantId, streamName, cached.version)
     ) {
+      this.refreshAhead(tenantId, streamName, key);
       return { ...loadedAt(cached), state: structuredClone(cached.state) };
     }
-    // Watched before the read starts, so the read vouches for the state it ends at.
+    return this.readWatched(tenantId, streamName, key);
+  }
+
+  /** A read of the log that the watch vouches for afterwards: watched before the read starts. */
+  private async readWatched(tenantId: string, streamName: string, key: string): Promise<LoadedState<State>> {
     const mark = await this.watched?.watch(tenantId, streamName);
     const loaded = await this.read(tenantId, streamName);
-    this.watched?.verified(tenantId, streamName, loaded.version, mark);
+    if (!this.watched) return loaded;
+    this.watched.verified(tenantId, streamName, loaded.version, mark);
+    this.readAt.set(key, Date.now());
     return loaded;
+  }
+
+  /** Reads the stream in the background when its last read is `refreshAfterMs` old (one at a time). */
+  private refreshAhead(tenantId: string, streamName: string, key: string): void {
+    const readAt = this.readAt.get(key);
+    if (readAt === undefined || Date.now() - readAt < this.refreshAfterMs || this.refreshing.has(key)) return;
+    this.refreshing.add(key);
+    // A failed read changes nothing: once the watch stops vouching, a load reads in its own time.
+    void this.readWatched(tenantId, streamName, key)
+      .catch(() => undefined)
+      .finally(() => this.refreshing.delete(key));
   }
 
   /** The state after reading the log: the events after the remembered version, or snapshot and tail. */
@@ -248,7 +280,11 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     if (current && current.version > entry.version) entry = current;
     this.cache.delete(key);
     this.cache.set(key, entry);
-    if (this.cache.size > this.capacity) this.cache.delete(this.cache.keys().next().value!);
+    if (this.cache.size > this.capacity) {
+      const oldest = this.cache.keys().next().value!;
+      this.cache.delete(oldest);
+      this.readAt.delete(oldest);
+    }
   }
 }
 

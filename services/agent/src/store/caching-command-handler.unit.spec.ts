@@ -1,6 +1,6 @@
 import type { Decider, EventData, EventStore, ReadStreamOptions } from '@keel/core';
 import { CommandHandler, InMemoryEventBus, InMemoryEventStore, WatchedStreams } from '@keel/core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CachingCommandHandler } from './caching-command-handler.js';
 
 interface Tally {
@@ -133,13 +133,14 @@ describe('CachingCommandHandler', () => {
 
   describe('with a watch on the bus (configuration streams)', () => {
     /** Another process: its own handler, publishing what it appends as a writer's fast path does. */
-    const setup = () => {
+    const setup = (refreshAfterMs?: number) => {
       const { store, reads } = countingStore();
       const bus = new InMemoryEventBus({ logger: { warn: () => {}, error: () => {} } });
       const mine = new CachingCommandHandler(store, tally, {
         watched: new WatchedStreams(bus),
         maxRetries: 1,
         retryDelayMs: () => 0,
+        ...(refreshAfterMs === undefined ? {} : { refreshAfterMs }),
       });
       const theirs = new CommandHandler(store, tally);
       const theirAdd = async (n: number, publish = true) => {
@@ -173,6 +174,18 @@ describe('CachingCommandHandler', () => {
       const handled = await mine.handle('acme', 'tally-1', { add: 1 });
       expect(handled).toMatchObject({ version: 2, state: { total: 11, items: [10, 1] } });
       expect(reads).toEqual([{ from: 1, events: 1 }]);
+    });
+
+    it('a load served from memory after `refreshAfterMs` reads in the background, and does not wait for it', async () => {
+      const { mine, theirAdd, reads } = setup(0);
+      await mine.load('acme', 'tally-1');
+      await theirAdd(5, false); // not on the bus: only a read finds it
+      reads.length = 0;
+      const served = mine.load('acme', 'tally-1');
+      expect(reads).toEqual([]);
+      expect((await served).state.total).toBe(0);
+      await vi.waitFor(() => expect(reads).toEqual([{ from: 1, events: 1 }]));
+      expect((await mine.load('acme', 'tally-1')).state.total).toBe(5);
     });
   });
 });
