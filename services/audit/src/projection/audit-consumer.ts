@@ -29,6 +29,12 @@ export class AuditConsumer {
       placed?: Pick<OutboxRelay, 'positionOf' | 'placedCount' | 'waitForPlaced'>;
       /** Pause between two reads of the log for such an event's position. Default 20 ms. */
       placedPollMs?: number;
+      /**
+       * How long a delivery the projection has not reached waits before catching up, so that the
+       * events committed meanwhile are projected with it: one write per rollup document and one
+       * checkpoint for them all instead of one per event. Default 200 ms (how stale usage may be).
+       */
+      batchMs?: number;
     } = {},
   ) {}
 
@@ -43,6 +49,9 @@ export class AuditConsumer {
       },
       async (delivery) => {
         const target = await this.targetOf(delivery);
+        if (target === undefined || target > this.projector.stats.position) {
+          await sleep(this.options.batchMs ?? 200);
+        }
         await this.projector.catchUp(target, () => delivery.working());
       },
     );

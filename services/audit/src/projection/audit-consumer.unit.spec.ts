@@ -17,15 +17,23 @@ const event = (globalPosition?: number): RecordedEvent => ({
   recordedAt: '2026-01-01T00:00:00.000Z',
 });
 
-/** A projector that records the targets it is asked to reach. */
-const recordingProjector = () => {
+/**
+ * A projector that records the targets it is asked to reach, and the catch-ups that had work to
+ * do (it reaches `logEnd`, as the real one reads on to the end of the log).
+ */
+const recordingProjector = (logEnd: () => number = () => 0) => {
   const targets: Array<number | undefined> = [];
+  let behind = 0;
+  const stats = { position: 0 };
   const projector = {
+    stats,
     catchUp: async (target?: number) => {
       targets.push(target);
+      if (target === undefined || target > stats.position) behind++;
+      stats.position = Math.max(stats.position, target ?? 0, logEnd());
     },
   } as unknown as AuditProjector;
-  return { projector, targets };
+  return { projector, targets, behind: () => behind };
 };
 
 /** A relay's notices of placed pages, driven by the test. */
@@ -51,7 +59,7 @@ describe('AuditConsumer', () => {
   it('catches up to the position the event carries', async () => {
     const bus = new InMemoryEventBus();
     const { projector, targets } = recordingProjector();
-    const consumer = new AuditConsumer(bus, projector, { store: { read: async () => [] } });
+    const consumer = new AuditConsumer(bus, projector, { store: { read: async () => [] }, batchMs: 0 });
     await consumer.start();
     await bus.publish([event(7)]);
     await expect.poll(() => targets).toEqual([7]);
@@ -65,7 +73,7 @@ describe('AuditConsumer', () => {
     let reads = 0;
     // Placed at the third look.
     const store = { read: async () => [event(++reads >= 3 ? 42 : undefined)] };
-    const consumer = new AuditConsumer(bus, projector, { store, placedPollMs: 1 });
+    const consumer = new AuditConsumer(bus, projector, { store, placedPollMs: 1, batchMs: 0 });
     await consumer.start();
     await bus.publish([event()]);
     await expect.poll(() => targets).toEqual([42]);
@@ -85,7 +93,7 @@ describe('AuditConsumer', () => {
       },
     };
     const { tell, placed } = toldPages();
-    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 60_000 });
+    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 60_000, batchMs: 0 });
     await consumer.start();
     await bus.publish([event()]);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -103,11 +111,30 @@ describe('AuditConsumer', () => {
     let reads = 0;
     const store = { read: async () => [event(++reads >= 2 ? 42 : undefined)] };
     const { placed } = toldPages();
-    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 5 });
+    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 5, batchMs: 0 });
     await consumer.start();
     await bus.publish([event()]);
     await expect.poll(() => targets).toEqual([42]);
     expect(reads).toBe(2);
+    await consumer.stop();
+    await bus.close();
+  });
+
+  it('events committed within the batch wait are projected by one catch-up: the first delivery waits, the rest find it done', async () => {
+    const bus = new InMemoryEventBus();
+    let committed = 0;
+    const { projector, targets, behind } = recordingProjector(() => committed);
+    const consumer = new AuditConsumer(bus, projector, { store: { read: async () => [] }, batchMs: 100 });
+    await consumer.start();
+    for (const position of [1, 2, 3]) {
+      committed = position;
+      const eventId = `0192f1c2-0000-7000-8000-00000000000${position}`;
+      await bus.publish([{ ...event(position), eventId, version: position }]);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await expect.poll(() => targets).toEqual([1, 2, 3]);
+    // Without the wait each delivery would find the projection behind it (3 catch-ups with work).
+    expect(behind()).toBe(1);
     await consumer.stop();
     await bus.close();
   });

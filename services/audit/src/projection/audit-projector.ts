@@ -75,8 +75,8 @@ export class AuditProjector {
 
   /**
    * Applies the log up to at least `target` (a global position), and on to the end of the log
-   * as it reads it (at most MAX_PAGES_PAST_TARGET pages more); undefined: to the end. Resolves
-   * once at least the target is durably projected.
+   * as it reads it (until a page shorter than a full one, at most MAX_PAGES_PAST_TARGET pages
+   * more); undefined: to the end. Resolves once at least the target is durably projected.
    */
   catchUp(target?: number, alive?: () => void): Promise<void> {
     const run = this.chain.then(() => this.run(target, alive));
@@ -106,8 +106,10 @@ export class AuditProjector {
       this.stats.events += page.events.length;
       alive?.();
       // Past the target, go on to the end of the log (the deliveries behind it then cost nothing),
-      // but not forever under a steady stream: the delivery must be acked some time.
-      if (target !== undefined && position >= target && ++extraPages > MAX_PAGES_PAST_TARGET) return;
+      // but not forever under a steady stream: the delivery must be acked some time. A short
+      // page was the end as read: no read more just to find it empty.
+      if (target === undefined || position < target) continue;
+      if (page.events.length < this.pageSize || ++extraPages > MAX_PAGES_PAST_TARGET) return;
     }
   }
 
