@@ -402,7 +402,9 @@ export const ferretDbPostgres = (mongoSource: string): { database: string } | un
  */
 export const postgresWorkOf = async (
   database: string,
-): Promise<{ transactions: number; backends: Map<number, number> } | undefined> => {
+): Promise<
+  { transactions: number; backends: Map<number, number>; scans: Map<string, number> } | undefined
+> => {
   const url = process.env.KEEL_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
   const query = `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = '${database}') || ' ' || coalesce((SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE datname = '${database}'), '')`;
   const answer = await run('psql', ['-X', '-A', '-t', '-d', url, '-c', query], { timeout: 10_000 }).catch(
@@ -415,7 +417,53 @@ export const postgresWorkOf = async (
     const ms = await cpuMsOf(pid).catch(() => undefined);
     if (ms !== undefined) backends.set(pid, ms);
   }
-  return { transactions: Number(transactions), backends };
+  return { transactions: Number(transactions), backends, scans: await tableScansOf(url, database) };
+};
+
+/**
+ * Scans (sequential + index) of each table of `database` so far, by FerretDB collection (its
+ * tables are named `<collection>_<hash>`): which collections the commands read.
+ */
+const tableScansOf = async (serverUrl: string, database: string): Promise<Map<string, number>> => {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  const query = `SELECT relname || ' ' || (coalesce(seq_scan, 0) + coalesce(idx_scan, 0)) FROM pg_stat_user_tables`;
+  const answer = await run('psql', ['-X', '-A', '-t', '-d', url.toString(), '-c', query], {
+    timeout: 10_000,
+  }).catch(() => undefined);
+  const scans = new Map<string, number>();
+  for (const line of answer?.stdout.split('\n') ?? []) {
+    const [table, n] = line.trim().split(' ');
+    if (!table || n === undefined) continue;
+    const collection = table.replace(/_[0-9a-f]{8}$/, '');
+    scans.set(collection, (scans.get(collection) ?? 0) + Number(n));
+  }
+  return scans;
+};
+
+/**
+ * FerretDB's commands served so far, by command name, from its debug endpoint (the other port
+ * its process listens on; `ferretdb_client_requests_total`); undefined when not found.
+ */
+export const ferretDbCommandsOf = async (
+  pid: number,
+  mongoPort: number,
+): Promise<Map<string, number> | undefined> => {
+  const listing = await run('ss', ['-ltnpH']).catch(() => ({ stdout: '' }));
+  const debugPort = listing.stdout
+    .split('\n')
+    .filter((line) => line.includes(`pid=${pid},`))
+    .map((line) => Number(/:(\d+)\s/.exec(line)?.[1]))
+    .find((port) => port > 0 && port !== mongoPort);
+  if (debugPort === undefined) return undefined;
+  const response = await fetch(`http://127.0.0.1:${debugPort}/debug/metrics`).catch(() => undefined);
+  if (!response?.ok) return undefined;
+  const counts = new Map<string, number>();
+  for (const [, command, n] of (await response.text()).matchAll(
+    /^ferretdb_client_requests_total\{command="([^"]+)"[^}]*\} (\d+)/gm,
+  ))
+    counts.set(command!, (counts.get(command!) ?? 0) + Number(n));
+  return counts;
 };
 
 /** CPU time a process has used so far, user + system, in ms (Linux /proc; clock ticks at 100 Hz). */

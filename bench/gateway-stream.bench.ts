@@ -28,6 +28,7 @@ import {
   heapUsedAfterGc,
   machineBusyMsOf,
   pidListeningOn,
+  ferretDbCommandsOf,
   ferretDbPostgres,
   postgresWorkOf,
   readSse,
@@ -283,6 +284,10 @@ interface LoadFigures {
     machine: number;
     /** PostgreSQL transactions committed in the run's FerretDB database (≈ its commands), when known. */
     transactions?: number;
+    /** FerretDB's commands served during the load, by command name, when known. */
+    commands?: Map<string, number>;
+    /** PostgreSQL table scans during the load, by FerretDB collection, when known. */
+    scans?: Map<string, number>;
   };
   /** The load's start → each model request the fake received during it, ms (Date.now resolution). */
   modelRequests: number[];
@@ -319,10 +324,15 @@ async function cpuDuring<T>(
   const of = () => Promise.all(watched.map(({ pid }) => cpuMsOf(pid).catch(() => Number.NaN)));
   const postgres = ferretDbPostgres(infra.mongoSource);
   const database = () => (postgres ? postgresWorkOf(postgres.database) : Promise.resolve(undefined));
+  const mongoPort = Number(new URL(infra.mongoUrl).port);
+  const commands = () =>
+    ferretdb !== undefined ? ferretDbCommandsOf(ferretdb, mongoPort) : Promise.resolve(undefined);
   const client = process.cpuUsage();
   const [before, machineBefore, databaseBefore] = [await of(), await machineBusyMsOf(), await database()];
+  const commandsBefore = await commands();
   const result = await work();
   const [after, machineAfter, databaseAfter] = [await of(), await machineBusyMsOf(), await database()];
+  const commandsAfter = await commands();
   const used = process.cpuUsage(client);
   const services = Object.fromEntries([
     ...watched.map(({ name }, i) => [name, after[i]! - before[i]!] as const),
@@ -337,12 +347,24 @@ async function cpuDuring<T>(
   }
   const transactions =
     databaseBefore && databaseAfter ? databaseAfter.transactions - databaseBefore.transactions : undefined;
+  const scans =
+    databaseBefore && databaseAfter
+      ? new Map(
+          [...databaseAfter.scans].map(([name, n]) => [name, n - (databaseBefore.scans.get(name) ?? 0)]),
+        )
+      : undefined;
+  const served =
+    commandsBefore && commandsAfter
+      ? new Map([...commandsAfter].map(([name, n]) => [name, n - (commandsBefore.get(name) ?? 0)]))
+      : undefined;
   return {
     result,
     cpu: {
       services,
       machine: machineAfter - machineBefore,
       ...(transactions !== undefined ? { transactions } : {}),
+      ...(served ? { commands: served } : {}),
+      ...(scans ? { scans } : {}),
     },
   };
 }
@@ -505,7 +527,26 @@ const cpuNote = (load: LoadFigures): string => {
     load.cpu.transactions !== undefined
       ? ` PostgreSQL committed ${load.cpu.transactions} transactions in the run's database (${perTurn(load.cpu.transactions)} per turn, about one per FerretDB command).`
       : '';
-  return `CPU during the load: ${services}; the machine (${cpus().length} cores: these, PostgreSQL, NATS and any other work on it) was busy ${busy.toFixed(0)} % of the wall time, ${perTurn(load.cpu.machine)} ms per turn.${transactions}`;
+  const commands = load.cpu.commands
+    ? [...load.cpu.commands]
+        .filter(([, n]) => n > 0)
+        .sort((x, y) => y[1] - x[1])
+        .map(([name, n]) => `${name} ${perTurn(n)}`)
+        .join(', ')
+    : undefined;
+  const scans = load.cpu.scans
+    ? [...load.cpu.scans]
+        .filter(([, n]) => n > 0)
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 8)
+        .map(([name, n]) => `${name} ${perTurn(n)}`)
+        .join(', ')
+    : undefined;
+  const served =
+    (commands
+      ? ` FerretDB commands per turn during the load: ${commands} (its debug metrics, every client's).`
+      : '') + (scans ? ` PostgreSQL table scans per turn, by collection: ${scans}.` : '');
+  return `CPU during the load: ${services}; the machine (${cpus().length} cores: these, PostgreSQL, NATS and any other work on it) was busy ${busy.toFixed(0)} % of the wall time, ${perTurn(load.cpu.machine)} ms per turn.${transactions}${served}`;
 };
 
 /** Heap bytes per stream between two GC'd heaps, in KB. */
