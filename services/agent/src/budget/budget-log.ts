@@ -128,8 +128,9 @@ export class BudgetLog {
         // Nothing to append proves nothing: answer only on a state read to the stream's head.
         const fresh = await this.caughtUp(tenantId, month, known);
         known = fresh.known;
-        if (fresh.newer) continue;
-        return answer(batch, decisions);
+        if (!fresh.newer) return answer(batch, decisions);
+        if (attempt >= this.maxAttempts) throw tooBusy();
+        continue;
       }
       try {
         const appended = await this.store.append(tenantId, budgetStream(month), events, {
@@ -142,9 +143,7 @@ export class BudgetLog {
         return answer(batch, decisions);
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
-        if (attempt >= this.maxAttempts) {
-          throw new UnavailableError('the budget is too busy to decide now, retry later', { cause: error });
-        }
+        if (attempt >= this.maxAttempts) throw tooBusy(error);
         // Another process appended: its events are read, and the batch decided again on them.
         await sleep(Math.random() * Math.min(50, 2 * attempt));
         known = (await this.caughtUp(tenantId, month, known)).known;
@@ -244,5 +243,9 @@ const answer = (batch: readonly Waiting[], decisions: readonly Decision[]): void
     else waiting.resolve();
   });
 };
+
+/** A month whose stream other processes keep moving faster than this one can decide on it. */
+const tooBusy = (cause?: unknown): UnavailableError =>
+  new UnavailableError('the budget is too busy to decide now, retry later', cause ? { cause } : {});
 
 const key = (tenantId: string, month: string): string => `${tenantId}/${month}`;
