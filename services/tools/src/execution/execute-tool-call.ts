@@ -55,6 +55,15 @@ export interface ToolCallOptions {
    * crash: a later trigger resumes it under the same key.
    */
   wanted?: Promise<void>;
+  /**
+   * Records an outcome this execution produced (executed or resumed) where the caller keeps it
+   * (the conversation's log), while the ledger completes instead of after it. A crash between
+   * the two leaves one of them: the log's record (a redelivery finds it there first) or the
+   * ledger's (a redelivery is answered from it). Should another executor complete the call first,
+   * the two may hold different attempts' outcomes — for a webhook the same answer, by its
+   * Idempotency-Key contract. Other outcomes (replayed, refused) are the caller's to record.
+   */
+  recordAlongside?: (outcome: ToolCallResult) => Promise<void>;
 }
 
 /**
@@ -122,9 +131,13 @@ export const executeToolCall = async (
   const started = performance.now();
   const attempted = await attempt(request, deps, options.signal);
   const outcome: ToolOutcome = { ...attempted, durationMs: Math.round(performance.now() - started) };
+  const execution = begun.state === 'new' ? 'executed' : 'resumed';
   // Two executors racing on one call both get the first recorded outcome.
-  const stored = await deps.ledger.complete(key, outcome);
-  return { ...(stored.outcome ?? outcome), execution: begun.state === 'new' ? 'executed' : 'resumed' };
+  const [stored] = await Promise.all([
+    deps.ledger.complete(key, outcome),
+    options.recordAlongside?.({ ...outcome, execution }),
+  ]);
+  return { ...(stored.outcome ?? outcome), execution };
 };
 
 const attempt = async (

@@ -106,6 +106,29 @@ describe('executeToolCall: webhooks, exactly once', () => {
     expect(hook.countFor(request.toolCallId)).toBe(1);
   });
 
+  it('records a fresh outcome alongside the ledger (both under way at once); a replay is not handed over', async () => {
+    const request = call();
+    const complete = ledger.complete.bind(ledger);
+    const order: string[] = [];
+    ledger.complete = async (key, outcome) => {
+      order.push('ledger starts');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      order.push('ledger done');
+      return complete(key, outcome);
+    };
+    const alongside: unknown[] = [];
+    const recordAlongside = async (outcome: unknown) => {
+      order.push('log starts');
+      alongside.push(outcome);
+    };
+    const result = await executeToolCall(request, deps, { recordAlongside });
+    expect(order).toEqual(['ledger starts', 'log starts', 'ledger done']);
+    expect(alongside).toEqual([result]);
+    expect(result).toMatchObject({ ok: true, execution: 'executed' });
+    expect((await executeToolCall(request, deps, { recordAlongside })).execution).toBe('replayed');
+    expect(alongside).toHaveLength(1);
+  });
+
   it('a redelivery after completion answers from the ledger and does not call the webhook again', async () => {
     const request = call();
     const first = await executeToolCall(request, deps);

@@ -192,10 +192,15 @@ export class ToolCallConsumer {
       const toRun = await this.#callToRun(event, toolCallId, askLogFirst, log);
       if (!toRun) return;
       call = toRun.call;
-      const outcome = await this.#execute(tenantId, conversationId, toRun, trigger, running, log);
-      // Nothing is recorded for a call whose turn turned out to be cancelled.
-      await toRun.wanted;
-      await this.#record(event, conversationId, call, outcome, log);
+      let recorded = false;
+      const record = async (outcome: Outcome): Promise<void> => {
+        // Nothing is recorded for a call whose turn turned out to be cancelled.
+        await toRun.wanted;
+        await this.#record(event, conversationId, toRun.call, outcome, log);
+        recorded = true;
+      };
+      const outcome = await this.#execute(tenantId, conversationId, toRun, trigger, running, record, log);
+      if (!recorded) await record(outcome);
     } catch (error) {
       if (error instanceof CallNotWanted) {
         log.info({ tool: call?.name, reason: error.reason }, 'tool call not run');
@@ -331,6 +336,7 @@ export class ToolCallConsumer {
     { call, wanted }: CallToRun,
     trigger: CallTrigger,
     running: RunningCall,
+    record: (outcome: Outcome) => Promise<void>,
     log: KeelLogger,
   ): Promise<Outcome> {
     const deps = this.#deps;
@@ -364,7 +370,12 @@ export class ToolCallConsumer {
         ...(deps.now ? { now: deps.now } : {}),
         onUnexpectedError: (error) => log.error({ tool: call.name, err: error }, 'built-in tool failed'),
       },
-      { signal: running.controller.signal, wanted },
+      {
+        signal: running.controller.signal,
+        wanted,
+        // A fresh outcome is appended to the log while the ledger records it (one round trip).
+        recordAlongside: (fresh) => record({ ...fresh, kind: tool.kind }),
+      },
     );
     return { ...result, kind: tool.kind };
   }
