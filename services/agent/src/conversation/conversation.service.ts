@@ -571,8 +571,12 @@ export class ConversationService {
     message: Message,
     request: AcceptedRequest | undefined,
   ): Promise<Extract<ConversationCommand, { type: 'SubmitMessage' }>> {
-    const defaults = (await this.options.defaults?.load(ctx.tenantId)) ?? {};
-    const agent = withDefaults(await this.agent(ctx.tenantId, agentId), defaults);
+    // Both from memory while the bus vouches for them; when one is read, the other is not waited for.
+    const [defaults, defined] = await Promise.all([
+      this.options.defaults?.load(ctx.tenantId),
+      this.agent(ctx.tenantId, agentId),
+    ]);
+    const agent = withDefaults(defined, defaults ?? {});
     checkContext(message.context, agent.options?.contextSchema);
     return {
       type: 'SubmitMessage',
