@@ -76,13 +76,23 @@ export const triggerOf = (event: RecordedEvent): CallTrigger | undefined => {
 
 /**
  * Whether a delivery of a trigger may find its call's outcome already recorded, so the log is
- * worth asking before anything else: a redelivery, or an operator's replay. A first delivery is
- * the first time this consumer sees the event (a duplicate published past the bus's window is the
- * rare exception, and the ledger and the `no_stream` append still keep it from running or being
- * recorded twice).
+ * worth asking before anything else: a redelivery, an operator's replay, or a trigger recorded a
+ * minute ago or more (a duplicate the relay published again after the bus's deduplication window,
+ * or a durable catching up). A first delivery of a fresh trigger is the first time this consumer
+ * sees it; should it still be a duplicate, the ledger and the `no_stream` append keep the call from
+ * running or being recorded twice.
  */
-export const outcomeMayBeRecorded = (delivery: { deliveryCount: number; replayOf?: string }): boolean =>
-  delivery.deliveryCount > 1 || delivery.replayOf !== undefined;
+export const outcomeMayBeRecorded = (
+  delivery: { deliveryCount: number; replayOf?: string; event: Pick<RecordedEvent, 'recordedAt'> },
+  now: number = Date.now(),
+): boolean => {
+  if (delivery.deliveryCount > 1 || delivery.replayOf !== undefined) return true;
+  const recordedAt = Date.parse(delivery.event.recordedAt);
+  return !Number.isFinite(recordedAt) || now - recordedAt >= FRESH_TRIGGER_MS;
+};
+
+/** How old a trigger may be and still count as delivered for the first time (see outcomeMayBeRecorded). */
+const FRESH_TRIGGER_MS = 60_000;
 
 /** The event as a requested call, when it is a well-formed `ToolCallRequested`. */
 export const requestedCall = (event: RecordedEvent): RequestedCall | undefined => {
