@@ -175,14 +175,30 @@ export class ConversationsController {
       reply.code(202).send({ turnId: turn.turnId });
       return;
     }
-    const frames = this.turns.follow(
-      context.tenantId,
-      conversationId,
-      turn,
-      closed.signal,
-      turn.replayed ? resume : 0,
-      prepared,
+    this.stream(
+      request,
+      reply,
+      { tenantId: context.tenantId, conversationId, turn, resume, prepared },
+      closed,
     );
+  }
+
+  /** Streams a submitted turn's frames as SSE (from after `resume` when the turn is a replay). */
+  private stream(
+    request: StreamRequest,
+    reply: StreamReply,
+    of: {
+      tenantId: string;
+      conversationId: string;
+      turn: SubmittedOnce;
+      resume: number;
+      prepared: Awaited<ReturnType<TurnFeedService['prepare']>> | undefined;
+    },
+    closed: AbortController,
+  ): void {
+    const { tenantId, conversationId, turn } = of;
+    const after = turn.replayed ? of.resume : 0;
+    const frames = this.turns.follow(tenantId, conversationId, turn, closed.signal, after, of.prepared);
     reply.hijack();
     void this.feeds.serve(
       reply.raw,
@@ -191,7 +207,7 @@ export class ConversationsController {
         ...(turn.replayed ? { [IDEMPOTENT_REPLAY_HEADER]: 'true' } : {}),
       },
       () => frames,
-      { tenantId: context.tenantId, conversationId, turnId: turn.turnId },
+      { tenantId, conversationId, turnId: turn.turnId },
       closed,
     );
   }

@@ -91,55 +91,98 @@ export async function* readFeed(
 ): AsyncGenerator<FeedFrame, void, undefined> {
   const { store } = sources;
   const pollMs = sources.watch ? (sources.watchedPollMs ?? sources.pollMs) : sources.pollMs;
-  const { tenantId, streamName } = target;
   if (signal.aborted) return opened?.input.close();
   // Subscribed before the first read: nothing published from here on is missed.
   const deltas = opened?.input ?? new FeedInput(sources, target, signal);
   const cursor = deltas.startAfter(target.after);
   // The first pass reads, unless everything after `after` was committed once the watch was live:
   // then it comes from the watch, and the log is read only if nothing came within a grace period.
-  let awaitingFirst = opened?.committedAfterLive === true && deltas.watchLive;
-  let mustRead = !awaitingFirst;
-  let since = store.appendCount;
-  let readAt = awaitingFirst ? Date.now() - pollMs + FIRST_EVENT_GRACE_MS : 0;
+  const awaitingFirst = opened?.committedAfterLive === true && deltas.watchLive;
+  const pass: PassState = {
+    awaitingFirst,
+    mustRead: !awaitingFirst,
+    since: store.appendCount,
+    readAt: awaitingFirst ? Date.now() - pollMs + FIRST_EVENT_GRACE_MS : 0,
+  };
   try {
     while (!signal.aborted) {
       deltas.rearm();
-      if (!mustRead) {
-        // Watched events that follow the cursor, then the deltas following only versions yielded.
-        for (const frame of livePassFrames(deltas, cursor)) {
-          yield frame;
-          if (signal.aborted) return;
-        }
-        // The watch brought the first events: the poll counts from them, as from a read.
-        if (awaitingFirst && cursor.lastVersion > target.after) [awaitingFirst, readAt] = [false, Date.now()];
-        mustRead =
-          deltas.queued.length > 0 ||
-          deltas.committedAhead ||
-          deltas.watched.size > 0 ||
-          Date.now() - readAt >= pollMs;
+      if (!pass.mustRead) {
+        yield* livePass(deltas, cursor, target, pass, pollMs, signal);
+        if (signal.aborted) return;
       }
-      if (mustRead) {
-        awaitingFirst = false;
-        deltas.committedAhead = false;
-        since = store.appendCount;
-        readAt = Date.now();
-        const events = await store.read(tenantId, streamName, { fromVersion: cursor.lastVersion + 1 });
-        for (const frame of readPassFrames(events, deltas, cursor)) {
-          yield frame;
-          if (signal.aborted) return;
-        }
-        deltas.dropWatchedUpTo(cursor.lastVersion);
+      if (pass.mustRead) {
+        yield* readPass(store, target, deltas, cursor, pass, signal);
+        if (signal.aborted) return;
       }
-      mustRead = false;
+      pass.mustRead = false;
       if (deltas.queued.length > 0) continue;
       // The wake signal also aborts when `signal` does (no AbortSignal.any per wait).
+      const { since, readAt } = pass;
       await store.waitForAppend(untilPoll(readAt + pollMs - Date.now(), pollMs), deltas.wake.signal, since);
-      mustRead = logMayHaveMore(deltas, store.appendCount !== since, Date.now() - readAt >= pollMs);
+      pass.mustRead = logMayHaveMore(deltas, store.appendCount !== since, Date.now() - readAt >= pollMs);
     }
   } finally {
     deltas.close();
   }
+}
+
+/** Where a feed's loop stands between passes. */
+interface PassState {
+  /** Waiting for the first events of a turn submitted once the watch was live (no read yet). */
+  awaitingFirst: boolean;
+  mustRead: boolean;
+  /** The store's append count when the log was last read, and when. */
+  since: number;
+  readAt: number;
+}
+
+/** Watched events that follow the cursor, then the deltas following only versions yielded; then whether to read. */
+function* livePass(
+  deltas: FeedInput,
+  cursor: FeedCursor,
+  target: FeedTarget,
+  pass: PassState,
+  pollMs: number,
+  signal: AbortSignal,
+): Generator<FeedFrame, void, undefined> {
+  for (const frame of livePassFrames(deltas, cursor)) {
+    yield frame;
+    if (signal.aborted) return;
+  }
+  // The watch brought the first events: the poll counts from them, as from a read.
+  if (pass.awaitingFirst && cursor.lastVersion > target.after) {
+    pass.awaitingFirst = false;
+    pass.readAt = Date.now();
+  }
+  pass.mustRead =
+    deltas.queued.length > 0 ||
+    deltas.committedAhead ||
+    deltas.watched.size > 0 ||
+    Date.now() - pass.readAt >= pollMs;
+}
+
+/** A read of the log after the cursor, its frames, and the deltas it lets out. */
+async function* readPass(
+  store: FeedSources['store'],
+  target: FeedTarget,
+  deltas: FeedInput,
+  cursor: FeedCursor,
+  pass: PassState,
+  signal: AbortSignal,
+): AsyncGenerator<FeedFrame, void, undefined> {
+  pass.awaitingFirst = false;
+  deltas.committedAhead = false;
+  pass.since = store.appendCount;
+  pass.readAt = Date.now();
+  const events = await store.read(target.tenantId, target.streamName, {
+    fromVersion: cursor.lastVersion + 1,
+  });
+  for (const frame of readPassFrames(events, deltas, cursor)) {
+    yield frame;
+    if (signal.aborted) return;
+  }
+  deltas.dropWatchedUpTo(cursor.lastVersion);
 }
 
 /**
