@@ -1,9 +1,22 @@
-// Runs the RateLimiter contract suite (its assertions are in rate-limiter.contract.ts) on this adapter.
+// Runs the RateLimiter and VersionedCounters contract suites (their assertions are in
+// rate-limiter.contract.ts and versioned-counters.contract.ts) on the JetStream KV adapter, then
+// counts a hit's round trips to the real server.
 import { testInfra, uniqueName } from '@keel/testkit';
+import { StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
 import { describeRateLimiterContract } from '../rate-limit/rate-limiter.contract.js';
-import { NatsRateLimiter } from './nats-rate-limiter.js';
+import { SharedRateLimiter } from '../rate-limit/shared-rate-limiter.js';
+import { describeVersionedCountersContract } from '../rate-limit/versioned-counters.contract.js';
+import { KvCounters, NatsRateLimiter } from './nats-rate-limiter.js';
+
+const destroyBucket = async (servers: string, bucket: string) => {
+  const admin = await connect({ servers });
+  await (await new Kvm(admin).open(bucket)).destroy();
+  await admin.close();
+};
 
 // Two connections to the real server, as two gateway processes; each test gets its own bucket.
 describeRateLimiterContract('NATS JetStream KV', async (policy, now) => {
@@ -17,9 +30,44 @@ describeRateLimiterContract('NATS JetStream KV', async (policy, now) => {
     cleanup: async () => {
       await limiter.close();
       await second.close();
-      const admin = await connect({ servers });
-      await (await new Kvm(admin).open(bucket)).destroy();
-      await admin.close();
+      await destroyBucket(servers, bucket);
     },
   };
+});
+
+/** A bucket as NatsRateLimiter.connect makes it, on a connection of its own. */
+const kvCounters = async (): Promise<{
+  nc: NatsConnection;
+  counters: KvCounters;
+  cleanup(): Promise<void>;
+}> => {
+  const servers = testInfra().natsUrl;
+  const bucket = uniqueName('rl');
+  const nc = await connect({ servers });
+  const kv = await new Kvm(nc).create(bucket, { history: 1, storage: StorageType.Memory, ttl: 120_000 });
+  return {
+    nc,
+    counters: new KvCounters(kv),
+    cleanup: async () => {
+      await nc.close();
+      await destroyBucket(servers, bucket);
+    },
+  };
+};
+
+describeVersionedCountersContract('NATS JetStream KV', kvCounters);
+
+describe('NatsRateLimiter round trips on a real server', () => {
+  it('a hit of a key this instance wrote last sends one message to NATS (the compare-and-set), no read', async () => {
+    const { nc, counters, cleanup } = await kvCounters();
+    try {
+      const limiter = new SharedRateLimiter(counters, { limit: 100, windowMs: 60_000 });
+      await limiter.hit('key-a'); // the window's create
+      const sent = nc.stats().outMsgs;
+      for (let i = 0; i < 10; i++) expect((await limiter.hit('key-a')).remaining).toBe(100 - i - 2);
+      expect(nc.stats().outMsgs - sent).toBe(10);
+    } finally {
+      await cleanup();
+    }
+  });
 });

@@ -4,9 +4,10 @@ import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { UnavailableError } from '../errors/index.js';
-import { sleep } from '../time/index.js';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter.js';
-import { decisionOf, unlimited, windowOf } from '../rate-limit/rate-limiter.js';
+import { SharedRateLimiter } from '../rate-limit/shared-rate-limiter.js';
+import type { CounterVersion, VersionedCounters } from '../rate-limit/versioned-counters.js';
+import { ABSENT } from '../rate-limit/versioned-counters.js';
 import { encodeSubjectToken } from './subjects.js';
 
 /** The KV bucket holding the counters unless told otherwise. */
@@ -24,39 +25,62 @@ export interface NatsRateLimiterOptions {
   now?: () => number;
 }
 
-/** Compare-and-set rounds lost to other instances before a hit gives up as unavailable. */
-const MAX_ATTEMPTS = 50;
-
-interface Waiter {
-  remainingMs: number;
-  resolve(decision: RateLimitDecision): void;
-  reject(error: unknown): void;
-}
-
 const isLostRace = (error: unknown): boolean =>
   error instanceof JetStreamApiError &&
   (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
     error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
 
 /**
- * Rate-limit counters every gateway instance shares: one JetStream KV entry per key and fixed
- * window (`<key>.<window start ms>`) holding the count, changed only by compare-and-set (`create`
- * when absent, `update` at the revision read), so two instances never both take the last slot.
- * Hits of one key arriving together in this process are folded into one compare-and-set of +n,
- * so contention is between processes only. A key found full is refused locally until its window
- * ends (a count never decreases within a window). Old windows expire with the bucket's max age.
+ * The counters as JetStream KV entries, one per key and fixed window (`<key>.<window start ms>`,
+ * the count as text). A write is one publish naming the expected last revision of its subject
+ * (0: none, a create), so the server refuses it when another instance wrote first. Old windows
+ * expire with the bucket's max age (two windows: never within their own window).
+ */
+export class KvCounters implements VersionedCounters {
+  constructor(private readonly kv: KV) {}
+
+  async read(key: string, windowStart: number): Promise<CounterVersion> {
+    const entry = await this.kv.get(entryOf(key, windowStart));
+    if (!entry) return ABSENT;
+    // A deleted or purged entry (an operator's doing) counts 0 but is written at its revision.
+    const count = entry.operation === 'PUT' ? Number(entry.string()) || 0 : 0;
+    return { revision: entry.revision, count };
+  }
+
+  async write(
+    key: string,
+    windowStart: number,
+    count: number,
+    expected: number,
+  ): Promise<number | undefined> {
+    try {
+      // Not kv.create: on a refusal it reads the entry before failing, a round trip wasted here.
+      return await this.kv.put(entryOf(key, windowStart), String(count), { previousSeq: expected });
+    } catch (error) {
+      if (isLostRace(error)) return undefined;
+      throw error;
+    }
+  }
+}
+
+const entryOf = (key: string, windowStart: number): string => `${encodeSubjectToken(key)}.${windowStart}`;
+
+/**
+ * Rate-limit counters every gateway instance shares, in a JetStream KV bucket: a SharedRateLimiter
+ * (compare-and-set admission, one round trip per hit while this instance wrote the counter last)
+ * over its own NATS connection.
  */
 export class NatsRateLimiter implements RateLimiter {
-  readonly #queues = new Map<string, Waiter[]>();
-  readonly #full = new Map<string, number>();
   #closed: Promise<void> | undefined;
 
   private constructor(
     private readonly nc: NatsConnection,
-    private readonly kv: KV,
-    readonly policy: RateLimitPolicy,
-    private readonly now: () => number,
+    private readonly limiter: SharedRateLimiter,
   ) {}
+
+  get policy(): RateLimitPolicy {
+    return this.limiter.policy;
+  }
 
   /** Connects, creates or binds the bucket. */
   static async connect(options: NatsRateLimiterOptions): Promise<NatsRateLimiter> {
@@ -75,7 +99,8 @@ export class NatsRateLimiter implements RateLimiter {
         storage: StorageType.Memory,
         ttl: Math.max(2 * options.policy.windowMs, 1_000),
       });
-      return new NatsRateLimiter(nc, kv, options.policy, options.now ?? Date.now);
+      const counters = new KvCounters(kv);
+      return new NatsRateLimiter(nc, new SharedRateLimiter(counters, options.policy, options.now));
     } catch (error) {
       await nc.close();
       throw error;
@@ -83,83 +108,13 @@ export class NatsRateLimiter implements RateLimiter {
   }
 
   hit(key: string): Promise<RateLimitDecision> {
-    if (this.policy.limit <= 0) return Promise.resolve(unlimited(this.policy));
-    if (this.#closed) return Promise.reject(new UnavailableError('the rate limiter is closed'));
-    const { start, remainingMs } = windowOf(this.now(), this.policy.windowMs);
-    const entry = `${encodeSubjectToken(key)}.${start}`;
-    if (this.#full.get(entry) === start) {
-      return Promise.resolve(decisionOf(this.policy, false, this.policy.limit, remainingMs));
-    }
-    return new Promise<RateLimitDecision>((resolve, reject) => {
-      const queue = this.#queues.get(entry);
-      if (queue) {
-        queue.push({ remainingMs, resolve, reject });
-        return;
-      }
-      this.#queues.set(entry, [{ remainingMs, resolve, reject }]);
-      void this.#drain(entry, start);
-    });
+    return this.limiter.hit(key);
   }
 
   close(): Promise<void> {
     return (this.#closed ??= (async () => {
+      await this.limiter.close();
       if (!this.nc.isClosed()) await this.nc.drain();
     })());
-  }
-
-  /** Answers the waiters of one counter a batch at a time until none are left. */
-  async #drain(entry: string, start: number): Promise<void> {
-    const queue = this.#queues.get(entry)!;
-    while (queue.length > 0) {
-      const batch = queue.splice(0);
-      try {
-        const { before, admitted } = await this.#admit(entry, batch.length);
-        batch.forEach((waiter, i) => {
-          const allowed = i < admitted;
-          waiter.resolve(
-            decisionOf(
-              this.policy,
-              allowed,
-              allowed ? before + i + 1 : this.policy.limit,
-              waiter.remainingMs,
-            ),
-          );
-        });
-        if (before + admitted >= this.policy.limit) this.#markFull(entry, start);
-      } catch (error) {
-        for (const waiter of batch) waiter.reject(error);
-      }
-    }
-    this.#queues.delete(entry);
-  }
-
-  /** Adds up to `wanted` to the counter by compare-and-set; says how many fit and the count before. */
-  async #admit(entry: string, wanted: number): Promise<{ before: number; admitted: number }> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.kv.get(entry);
-      const before = current?.operation === 'PUT' ? Number(current.string()) || 0 : 0;
-      const admitted = Math.min(wanted, Math.max(0, this.policy.limit - before));
-      if (admitted === 0) return { before, admitted };
-      const next = String(before + admitted);
-      try {
-        if (current) await this.kv.update(entry, next, current.revision);
-        else await this.kv.create(entry, next);
-        return { before, admitted };
-      } catch (error) {
-        if (!isLostRace(error)) throw error;
-        if (attempt >= MAX_ATTEMPTS) {
-          throw new UnavailableError('rate-limit counter too contended', { cause: error });
-        }
-        // Another instance wrote first: read again after a short random pause.
-        await sleep(Math.random() * Math.min(attempt, 10));
-      }
-    }
-  }
-
-  #markFull(entry: string, start: number): void {
-    if (this.#full.size > 10_000) {
-      for (const [key, windowStart] of this.#full) if (windowStart < start) this.#full.delete(key);
-    }
-    this.#full.set(entry, start);
   }
 }
