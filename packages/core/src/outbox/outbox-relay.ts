@@ -55,6 +55,14 @@ export interface OutboxRelayOptions {
    * the lease. See `OutboxRelay` for why the log stays the safety net.
    */
   publishOnCommit?: boolean;
+  /**
+   * How long, after an append of this process, the relay waits before placing it in the global
+   * log, so that the commits that follow share its page: one page and one marker write for a
+   * turn's few commits instead of one each. Only where placing is off the hot path: default 100 ms
+   * with the fast path and wake-ups (every commit is on the bus at once; the placing serves the
+   * relay's safety net, projections and the log feed), else 0.
+   */
+  placeBatchMs?: number;
   logger?: Pick<LogPort, 'info' | 'error' | 'warn'>;
 }
 
@@ -96,6 +104,7 @@ export class OutboxRelay {
   private readonly abort = new AbortController();
   private leaseCheckedAt = 0;
   private readonly checkpointEveryMs: number;
+  private readonly placeBatchMs: number;
   /** Published up to here; undefined until read from the checkpoint (again after a lease change). */
   private position: number | undefined;
   private savedPosition = 0;
@@ -120,6 +129,8 @@ export class OutboxRelay {
     this.idleMs = options.idleMs ?? (options.wakeups ? 1000 : 100);
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 1000;
+    const fastPath = options.publishOnCommit !== false && options.store.onCommitted !== undefined;
+    this.placeBatchMs = options.placeBatchMs ?? (fastPath && options.wakeups ? 100 : 0);
   }
 
   /** Starts the relay loop in the background. */
@@ -270,12 +281,14 @@ export class OutboxRelay {
         const wakes = this.wakes;
         if (!(await this.holdLease())) {
           await this.standBy(seen);
+          await this.gather(seen);
           continue;
         }
         // Past the end of the log as read: wait for the next append or notice (or the poll).
         if ((await this.round(false, woken)) === 0 || !this.readFull) {
           await this.idle(seen, wakes);
           if (this.untilCheckpointDue() === 0) await this.saveCheckpoint(false);
+          await this.gather(seen);
         }
         woken = this.wakes !== wakes;
         delete this.stats.lastError;
@@ -298,6 +311,13 @@ export class OutboxRelay {
     if (!wakeups) return pause(wait, this.abort.signal);
     await store.sequence({ ownOnly: true, onPlaced: this.placedHere });
     await store.waitForAppend(wait, this.abort.signal, seen);
+  }
+
+  /** After an append of this process, waits `placeBatchMs` for the commits that follow it. */
+  private async gather(seen: number): Promise<void> {
+    if (this.placeBatchMs > 0 && this.options.store.appendCount !== seen) {
+      await pause(this.placeBatchMs, this.abort.signal);
+    }
   }
 
   /**

@@ -27,7 +27,10 @@ export class AuditConsumer {
        * placed or heard of from the other processes' (see OutboxRelay.positionOf).
        */
       placed?: Pick<OutboxRelay, 'positionOf' | 'placedCount' | 'waitForPlaced'>;
-      /** Pause between two reads of the log for such an event's position. Default 20 ms. */
+      /**
+       * Pause between two reads of the log for such an event's position. Default 20 ms, or
+       * 250 ms with `placed` (the position is normally told first; the read covers a lost notice).
+       */
       placedPollMs?: number;
       /**
        * How long a delivery the projection has not reached waits before catching up, so that the
@@ -60,8 +63,8 @@ export class AuditConsumer {
   /**
    * The global position the projection must reach before this delivery is acked. An event the
    * outbox's fast path published before the sequencer placed it carries none: its position is
-   * told by the page's placer (no query), or else read from the log at most every
-   * `placedPollMs`, waiting (alive) until it is placed. Acking it after a catch-up to the end of
+   * known if the projector applied it lately, or told by the page's placer (no query), or else
+   * read from the log at most every `placedPollMs`, waiting (alive) until it is placed. Acking it after a catch-up to the end of
    * the log as read now could miss it, and the relay's later publish of it is deduplicated, so
    * nothing would ever bring the projection to it.
    */
@@ -69,12 +72,12 @@ export class AuditConsumer {
     const { event } = delivery;
     const { store, placed } = this.options;
     if (event.globalPosition !== undefined || !store) return event.globalPosition;
-    const pollMs = this.options.placedPollMs ?? 20;
+    const pollMs = this.options.placedPollMs ?? (placed ? 250 : 20);
     // With notices, the first read waits a poll for the page to be told: it usually is by then.
     let readAt = placed ? Date.now() : Number.NEGATIVE_INFINITY;
     for (;;) {
       const since = placed?.placedCount;
-      const told = placed?.positionOf(event.eventId);
+      const told = this.projector.positionOf(event.eventId) ?? placed?.positionOf(event.eventId);
       if (told !== undefined) return told;
       if (Date.now() - readAt >= pollMs) {
         readAt = Date.now();

@@ -1,8 +1,9 @@
 import type { RecordedEvent } from '@keel/core';
-import { AppendSignal, InMemoryEventBus } from '@keel/core';
+import { AppendSignal, InMemoryEventBus, InMemoryEventStore } from '@keel/core';
 import { describe, expect, it } from 'vitest';
 import { AuditConsumer } from './audit-consumer.js';
-import type { AuditProjector } from './audit-projector.js';
+import { InMemoryAuditStorage } from '../storage/in-memory-audit-storage.js';
+import { AuditProjector } from './audit-projector.js';
 
 const event = (globalPosition?: number): RecordedEvent => ({
   eventId: '0192f1c2-0000-7000-8000-0000000000e1',
@@ -27,6 +28,7 @@ const recordingProjector = (logEnd: () => number = () => 0) => {
   const stats = { position: 0 };
   const projector = {
     stats,
+    positionOf: () => undefined,
     catchUp: async (target?: number) => {
       targets.push(target);
       if (target === undefined || target > stats.position) behind++;
@@ -135,6 +137,37 @@ describe('AuditConsumer', () => {
     await expect.poll(() => targets).toEqual([1, 2, 3]);
     // Without the wait each delivery would find the projection behind it (3 catch-ups with work).
     expect(behind()).toBe(1);
+    await consumer.stop();
+    await bus.close();
+  });
+
+  it('a redelivered event the projection already applied is caught up to with no notice and no read of the log', async () => {
+    const log = new InMemoryEventStore();
+    const { events } = await log.append('acme', 'conversation-c1', [{ type: 'UserMessageAdded', data: {} }]);
+    const projector = new AuditProjector(log, new InMemoryAuditStorage());
+    await projector.catchUp();
+    const targets: Array<number | undefined> = [];
+    const catchUp = projector.catchUp.bind(projector);
+    projector.catchUp = (target) => {
+      targets.push(target);
+      return catchUp(target);
+    };
+    let reads = 0;
+    const store = {
+      read: async () => {
+        reads++;
+        return [];
+      },
+    };
+    const bus = new InMemoryEventBus();
+    const { placed } = toldPages();
+    const consumer = new AuditConsumer(bus, projector, { store, placed, placedPollMs: 60_000, batchMs: 0 });
+    await consumer.start();
+    // As the fast path published it: no position.
+    const { globalPosition: _position, ...published } = events[0]!;
+    await bus.publish([published]);
+    await expect.poll(() => targets).toEqual([1]);
+    expect(reads).toBe(0);
     await consumer.stop();
     await bus.close();
   });

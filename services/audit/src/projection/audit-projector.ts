@@ -13,6 +13,9 @@ import { feedbackFactOf, turnInfoOf, turnKey, usageFactOf } from '../usage/usage
 /** Checkpoint name of the projection: the global log position every rollup and entry is complete up to. */
 export const PROJECTION_CHECKPOINT = 'audit-projection';
 
+/** Event ids whose log position the projector remembers after applying them. */
+const APPLIED_POSITIONS = 20_000;
+
 /** Pages read after the delivered event's own before its delivery is acked. */
 const MAX_PAGES_PAST_TARGET = 50;
 
@@ -59,6 +62,8 @@ export class AuditProjector {
   private readonly days = new Map<string, RollupDoc<DayBody>>();
   /** Turn infos are fixed once written: safe to keep whoever wrote them. */
   private readonly turns = new Map<string, TurnInfo>();
+  /** Log positions of the events this instance applied last, by event id (oldest first). */
+  private readonly applied = new Map<string, number>();
   /** The checkpoint this instance saved last (-1: none, or its cache is not to be trusted). */
   private saved = -1;
   private chain: Promise<void> = Promise.resolve();
@@ -102,6 +107,7 @@ export class AuditProjector {
         throw error;
       }
       position = this.saved = this.stats.position = page.lastPosition;
+      this.rememberApplied(page.events);
       this.stats.pages++;
       this.stats.events += page.events.length;
       alive?.();
@@ -110,6 +116,24 @@ export class AuditProjector {
       // page was the end as read: no read more just to find it empty.
       if (target === undefined || position < target) continue;
       if (page.events.length < this.pageSize || ++extraPages > MAX_PAGES_PAST_TARGET) return;
+    }
+  }
+
+  /**
+   * The log position of an event this instance projected lately (no query: a redelivered event
+   * behind the projection is acked at once); undefined when not among them.
+   */
+  positionOf(eventId: string): number | undefined {
+    return this.applied.get(eventId);
+  }
+
+  private rememberApplied(events: readonly RecordedEvent[]): void {
+    for (const event of events) {
+      if (event.globalPosition !== undefined) this.applied.set(event.eventId, event.globalPosition);
+    }
+    for (const id of this.applied.keys()) {
+      if (this.applied.size <= APPLIED_POSITIONS) break;
+      this.applied.delete(id);
     }
   }
 
