@@ -237,6 +237,21 @@ describe('commands on a conversation this process remembers', () => {
 });
 
 describe("a conversation's creation", () => {
+  it('reads nothing of the conversation it creates under an id it made up (with a key it won, too)', async () => {
+    const { instance, log, conversationReads } = await setup();
+    const a = instance();
+    conversationReads.length = 0;
+    const { id } = await a.create(ctx, { agentId: 'support' });
+    const keyed = await a.create(
+      ctx,
+      { agentId: 'support' },
+      acceptedRequestOf('CreateConversation', 'c1', { agentId: 'support', title: '', metadata: {} }),
+    );
+    expect(conversationReads).toEqual([]);
+    expect(await log(`conversation-${id}`)).toEqual(['ConversationCreated']);
+    expect(await log(`conversation-${keyed.id}`)).toEqual(['ConversationCreated']);
+  });
+
   it('makes its data key, so its first message does not; a failure to make it fails nothing', async () => {
     const { store, config } = await bare();
     const made: string[] = [];

@@ -221,8 +221,13 @@ export class ConversationService {
     await this.agent(ctx.tenantId, input.agentId);
     const at = this.clock();
     // A sub-agent's child has the id its parent's call derived (a repeat finds it created).
-    const conversationId =
-      input.child?.conversationId ?? (request ? await this.claimConversationId(ctx, request, at) : uuidv7());
+    const { conversationId, minted } = input.child
+      ? { conversationId: input.child.conversationId, minted: false }
+      : request
+        ? await this.claimConversationId(ctx, request, at)
+        : { conversationId: uuidv7(), minted: true };
+    // An id made up here names no stream yet: the creation appends with no read of it.
+    if (minted) this.handler.rememberEmpty(ctx.tenantId, this.stream(conversationId));
     const result = await this.run(ctx, conversationId, {
       type: 'CreateConversation',
       conversationId,
@@ -645,11 +650,15 @@ export class ConversationService {
   }
 
   /**
-   * The conversation id a create request's key stands for: a new one, bound to the key by the
-   * first append to the key's own stream (exactly one of racing creates wins it), or the one the
-   * first request bound. Another request with the key: a conflict naming Idempotency-Key.
+   * The conversation id a create request's key stands for: a new one (`minted`), bound to the key by
+   * the first append to the key's own stream (exactly one of racing creates wins it), or the one
+   * the first request bound. Another request with the key: a conflict naming Idempotency-Key.
    */
-  private async claimConversationId(ctx: CallContext, request: AcceptedRequest, at: string): Promise<string> {
+  private async claimConversationId(
+    ctx: CallContext,
+    request: AcceptedRequest,
+    at: string,
+  ): Promise<{ conversationId: string; minted: boolean }> {
     const stream = streamName(CONVERSATION_KEY_CATEGORY, request.key);
     const conversationId = uuidv7();
     const claimed: ConversationKeyClaimed = {
@@ -660,7 +669,7 @@ export class ConversationService {
       await this.store.append(ctx.tenantId, stream, [{ ...claimed, metadata: eventMetadata(ctx) }], {
         expectedVersion: 'no_stream',
       });
-      return conversationId;
+      return { conversationId, minted: true };
     } catch (error) {
       if (!(error instanceof ConcurrencyError)) throw error;
     }
@@ -668,7 +677,7 @@ export class ConversationService {
     const data = first ? asDecided<ConversationKeyClaimed>(first).data : undefined;
     if (!data) throw new ConcurrencyError(stream, 'no_stream', undefined);
     if (data.hash !== request.hash) throw sameRequestConflict();
-    return data.conversationId;
+    return { conversationId: data.conversationId, minted: false };
   }
 
   /**

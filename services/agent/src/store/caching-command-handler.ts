@@ -165,6 +165,19 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
   }
 
   /**
+   * Remembers a stream no one has written, as its initial state: for a name this process just
+   * made up (a fresh uuidv7), so its first command appends with no read. Were the name taken
+   * after all, that append is refused (no stream expected) and the command decided on a read.
+   */
+  rememberEmpty(tenantId: string, streamName: string): void {
+    this.remember(cacheKey(tenantId, streamName), {
+      state: this.rules.initialState(),
+      version: 0,
+      snapshotVersion: 0,
+    });
+  }
+
+  /**
    * Handles a command. When this process remembers the stream, it decides on the remembered
    * state and appends at once, with no read: the append's expected version is the check (a
    * stream that moved meanwhile refuses it, and the command is handled again on a fresh load).
@@ -203,7 +216,8 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     let append: AppendResult;
     try {
       append = await this.log.append(tenantId, streamName, withMetadata, {
-        expectedVersion: cached.version,
+        // Version 0 is "no stream": said so, the store checks it without reading the stream's head.
+        expectedVersion: cached.version === 0 ? 'no_stream' : cached.version,
         ...(options.commitId ? { commitId: options.commitId } : {}),
       });
     } catch (error) {

@@ -131,6 +131,22 @@ describe('CachingCommandHandler', () => {
     expect(reads).toEqual([]);
   });
 
+  it('appends the first command of a stream it was told no one wrote with no read; a name taken after all is refused and decided on a read', async () => {
+    const { store, reads } = countingStore();
+    const mine = new CachingCommandHandler(store, tally);
+    mine.rememberEmpty('acme', 'tally-new');
+    expect((await mine.handle('acme', 'tally-new', { add: 1 })).version).toBe(1);
+    expect(reads).toEqual([]);
+    await new CommandHandler(store, tally).handle('acme', 'tally-taken', { add: 10 });
+    reads.length = 0;
+    mine.rememberEmpty('acme', 'tally-taken');
+    expect((await mine.handle('acme', 'tally-taken', { add: 1 })).state).toEqual({
+      total: 11,
+      items: [10, 1],
+    });
+    expect(reads).toEqual([{ from: 1, events: 1 }]);
+  });
+
   describe('with a watch on the bus (configuration streams)', () => {
     /** Another process: its own handler, publishing what it appends as a writer's fast path does. */
     const setup = (refreshAfterMs?: number) => {
