@@ -95,6 +95,7 @@ export class RateLimitService implements OnModuleDestroy {
     const decision = await this.hit(perKey, principal.keyId, principal);
     if (decision && !decision.allowed) throw new RateLimitedError(decision, 'key');
     if (principal.kind !== 'tenant' || !perTenant) return decision;
+    // After the key's answer, not alongside it: a request its key refuses takes no tenant slot.
     const tenant = await this.hit(perTenant, tenantCounter(principal.tenantId), principal);
     if (tenant && !tenant.allowed) throw new RateLimitedError(tenant, 'tenant');
     // The headers speak of the tighter of the two.
