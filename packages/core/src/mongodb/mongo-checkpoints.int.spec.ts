@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoCheckpointStore, MongoLeaseStore } from './mongo-checkpoints.js';
 
 describe('MongoDB checkpoints and leases', () => {
+  const url = mongoUrlFor(uniqueName('ckpt'));
   let client: MongoClient;
   beforeAll(async () => {
-    client = await new MongoClient(mongoUrlFor(uniqueName('ckpt'))).connect();
+    client = await new MongoClient(url).connect();
   });
   afterAll(async () => {
     await client.db().dropDatabase();
@@ -56,5 +57,26 @@ describe('MongoDB checkpoints and leases', () => {
     expect(await leases.tryAcquire('job', 'intruder', 50)).toBe(true);
     await new Promise((r) => setTimeout(r, 80));
     expect(await leases.tryAcquire('job', holder, 60_000)).toBe(true);
+  });
+
+  it('checks within a window ask the server nothing once its owner is known (it cannot change before the window ends)', async () => {
+    const monitored = await new MongoClient(url, { monitorCommands: true }).connect();
+    try {
+      const commands: string[] = [];
+      monitored.on('commandStarted', (e) => commands.push(e.commandName));
+      const [holder, other] = [new MongoLeaseStore(monitored.db()), new MongoLeaseStore(monitored.db())];
+      const ttl = 600_000;
+      expect(await holder.tryAcquire('cached', 'h', ttl)).toBe(true);
+      expect(await other.tryAcquire('cached', 'o', ttl)).toBe(false);
+      const learned = commands.length;
+      expect(learned).toBeGreaterThan(0);
+      for (let i = 0; i < 10; i++) {
+        expect(await holder.tryAcquire('cached', 'h', ttl)).toBe(true);
+        expect(await other.tryAcquire('cached', 'o', ttl)).toBe(false);
+      }
+      expect(commands.length).toBe(learned);
+    } finally {
+      await monitored.close();
+    }
   });
 });

@@ -25,9 +25,16 @@ export class MongoCheckpointStore implements CheckpointStore {
  * are not atomic (FerretDB 1.24 lets several concurrent conditional updates match one document).
  * The holder claims the next window during the second half of its own, so it keeps the lease
  * without a gap; a holder that stops renewing loses it when its window ends.
+ *
+ * A window's owner, once known here, is remembered: it cannot change until the window ends (the
+ * first insert won it), so checks within a window ask the server nothing. The one exception is a
+ * release: another process learns of it when the released window ends (at most `ttlMs`), which
+ * only delays the next holder after a graceful stop (the leaving holder has drained its work).
  */
 export class MongoLeaseStore implements LeaseStore {
   private readonly leases: Collection<{ _id: string; owner: string; until: number }>;
+  /** Owners of the windows learned here, by window `_id` (the last few). */
+  private readonly owners = new Map<string, string>();
 
   constructor(db: Db, collectionPrefix = '') {
     this.leases = db.collection(`${collectionPrefix}leases`);
@@ -36,13 +43,32 @@ export class MongoLeaseStore implements LeaseStore {
   async tryAcquire(name: string, owner: string, ttlMs: number): Promise<boolean> {
     const now = Date.now();
     const window = Math.floor(now / ttlMs);
-    const held = (await this.claim(name, window, owner, ttlMs)) === owner;
-    if (held && now - window * ttlMs > ttlMs / 2) await this.claim(name, window + 1, owner, ttlMs);
+    const held = (await this.ownerOf(name, window, owner, ttlMs)) === owner;
+    if (held && now - window * ttlMs > ttlMs / 2) await this.ownerOf(name, window + 1, owner, ttlMs);
     return held;
   }
 
   async release(name: string, owner: string): Promise<void> {
+    for (const [id, known] of this.owners)
+      if (known === owner && id.startsWith(`${name}|`)) this.owners.delete(id);
     await this.leases.deleteMany({ _id: { $regex: `^${escapeRegex(name)}\\|` }, owner });
+  }
+
+  /** The owner of a window: remembered, else claimed (or read) and remembered. */
+  private async ownerOf(
+    name: string,
+    window: number,
+    owner: string,
+    ttlMs: number,
+  ): Promise<string | undefined> {
+    const id = `${name}|${window}`;
+    const known = this.owners.get(id);
+    if (known !== undefined) return known;
+    const found = await this.claim(name, window, owner, ttlMs);
+    if (found === undefined) return undefined;
+    this.owners.set(id, found);
+    if (this.owners.size > 16) this.owners.delete(this.owners.keys().next().value!);
+    return found;
   }
 
   /** The owner of a window: this one if its insert wins, else whoever's did. */
