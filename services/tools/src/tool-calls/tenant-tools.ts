@@ -143,7 +143,7 @@ const resolveMcpTool = (name: string, tenant: TenantTools): ResolvedTool | undef
 const BUILTIN_TIMEOUT_MS = 10_000;
 
 /** What the cache asks of the process's `WatchedStreams` (infra.watched). */
-export type TenantWatch = Pick<WatchedStreams, 'watch' | 'verified' | 'isCurrentAt'>;
+export type TenantWatch = Pick<WatchedStreams, 'enabled' | 'watch' | 'verified' | 'isCurrentAt'>;
 
 /**
  * Tenants' tool configuration, folded from `tenantconfig-<tenantId>` and cached per tenant with
@@ -156,8 +156,9 @@ export type TenantWatch = Pick<WatchedStreams, 'watch' | 'verified' | 'isCurrent
  * another instance (the agent service writes this stream) is used once its event arrives on the
  * bus — a millisecond or two after its commit, by the writer's fast publish or else the relay —
  * not by the very next lookup; a publish missed while NATS was unreachable delays it by at most the
- * max age. Lookups of one tenant that overlap then share one read. Without `watched` every lookup
- * reads the tail, so a change is seen by the next lookup.
+ * max age. Lookups of one tenant that overlap then share one read. Without `watched` (or when the
+ * bus does not watch: fast path off) every lookup reads the tail, so a change is seen by the next
+ * lookup.
  */
 export class TenantToolsCache {
   readonly #store: EventStore;
@@ -180,7 +181,7 @@ export class TenantToolsCache {
       this.#remember(tenantId, cached);
       return Promise.resolve(cached);
     }
-    if (!this.#watched) return this.#load(tenantId, stream);
+    if (!this.#watched?.enabled) return this.#load(tenantId, stream);
     const loading = this.#loading.get(tenantId);
     if (loading) return loading;
     const load = this.#load(tenantId, stream).finally(() => this.#loading.delete(tenantId));
