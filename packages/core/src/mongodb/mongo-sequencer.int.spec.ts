@@ -128,4 +128,41 @@ describe('MongoDB sequencers told of each other pages', () => {
       await client.close();
     }
   });
+
+  it('a sequencer that loses a position to a page whose notice is on its way waits for it and places after it, without probing the log', async () => {
+    const url = mongoUrlFor(uniqueName('told_collide'));
+    const client = new MongoClient(url, { monitorCommands: true });
+    await client.connect();
+    const a = new MongoEventStore(client.db());
+    await a.init();
+    const b = await MongoEventStore.connect(url);
+    try {
+      const wire = (page: PlacedPage) => JSON.parse(JSON.stringify(page)) as PlacedPage;
+      await a.append('acme', 'chat-a', [{ type: 'Said', data: { n: 1 } }]);
+      await a.sequence({ ownOnly: true, onPlaced: (page) => b.learnPlaced(wire(page)) });
+      await b.append('acme', 'chat-b', [{ type: 'Said', data: { n: 1 } }]);
+      await a.append('acme', 'chat-a', [{ type: 'Said', data: { n: 2 } }], { expectedVersion: 1 });
+      // b wins position 2; its notice reaches a 20 ms later.
+      await b.sequence({
+        ownOnly: true,
+        onPlaced: (page) => setTimeout(() => a.learnPlaced(wire(page)), 20),
+      });
+      const commands: string[] = [];
+      client.on('commandStarted', (e) =>
+        commands.push(`${e.commandName} ${String(e.command[e.commandName])}`),
+      );
+      expect(await a.sequence({ ownOnly: true })).toBe(1);
+      expect(commands.filter((c) => c.startsWith('find'))).toEqual([]);
+      const log = await b.readAll({ after: 0, limit: 10, scope: { tenantId: 'acme' } });
+      expect(log.events.map((e) => `${e.streamName}@${e.version}:${e.globalPosition}`)).toEqual([
+        'chat-a@1:1',
+        'chat-b@1:2',
+        'chat-a@2:3',
+      ]);
+    } finally {
+      await b.db.dropDatabase();
+      await b.close();
+      await client.close();
+    }
+  });
 });

@@ -36,6 +36,8 @@ const pageOf = (start: number, commits: readonly CommitDocument[]): LogPageDocum
   return { _id: pageKey(start), start, end: position - 1, commits: placed, at: new Date().toISOString() };
 };
 const KNOWN_HEADS = 10_000;
+/** How long a sequencer that lost a position waits for the winner's notice before probing the log. */
+const COLLISION_WAIT_MS = 50;
 
 /**
  * Places committed commits into the global log. Positions are fenced by the log page: a page's
@@ -61,6 +63,8 @@ export class MongoSequencer {
   private knownFrom: number | undefined;
   /** Pages told here that do not follow the last known one yet (told out of order). */
   private readonly told = new Map<number, LogPageDocument>();
+  /** Who waits for the last known page to move on (see `placeAfterKnown`). */
+  private readonly lastMoved = new Set<() => void>();
   private readonly placedHeads = new Map<string, number>();
   private readonly recent = new Map<number, { end: number; events: RecordedEvent[] }>();
   /** Global positions of the events of `recent`, by event id. */
@@ -196,7 +200,23 @@ export class MongoSequencer {
       // Its placer marked it before telling it, and the page before it before placing it.
       this.last = next;
       this.markedPage = next._id;
+      for (const moved of this.lastMoved) moved();
     }
+  }
+
+  /** Resolves true once a told page follows `known`, false after `ms`. */
+  private movedPast(known: LogPageDocument, ms: number): Promise<boolean> {
+    if (this.last !== known) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (moved: boolean): void => {
+        clearTimeout(timer);
+        this.lastMoved.delete(onMoved);
+        resolve(moved);
+      };
+      const onMoved = (): void => done(true);
+      const timer = setTimeout(() => done(false), ms);
+      this.lastMoved.add(onMoved);
+    });
   }
 
   /** The global position of an event of a page placed or told lately; undefined: not known here. */
@@ -235,15 +255,24 @@ export class MongoSequencer {
    * while this sequencer knew the log. Every page since then was seen here (probed, placed or
    * told in order), so a hint still held is in none of them; a page already at `known.end + 1`
    * (another sequencer's, which may hold a hinted commit) makes the insert collide, and pages
-   * only ever follow one another, so none lies further on without one there. Undefined: the
-   * caller takes the probing path (collision, no known page, or a predecessor not known placed).
+   * only ever follow one another, so none lies further on without one there. A collision is
+   * usually with a page whose notice is on its way: it waits briefly for it and tries once more.
+   * Undefined: the caller takes the probing path (a collision again, no known page, or a
+   * predecessor not known placed).
    */
-  private async placeAfterKnown(onPlaced?: (page: PlacedPage) => void): Promise<number | undefined> {
+  private async placeAfterKnown(
+    onPlaced?: (page: PlacedPage) => void,
+    again = true,
+  ): Promise<number | undefined> {
     const known = this.last;
     if (!known || known._id !== this.markedPage || this.unverified.size > 0) return undefined;
     const ready = await this.withPredecessorsPlaced([...this.hints.values()].slice(0, this.batchSize));
     if (ready.length === 0 || this.last !== known) return undefined;
-    return this.place(known.end + 1, ready, onPlaced);
+    const placed = await this.place(known.end + 1, ready, onPlaced);
+    if (placed !== undefined || !again) return placed;
+    return (await this.movedPast(known, COLLISION_WAIT_MS))
+      ? this.placeAfterKnown(onPlaced, false)
+      : undefined;
   }
 
   /**
@@ -428,7 +457,10 @@ export class MongoSequencer {
       const predecessors = await this.commits
         .find({ $or: needCheck }, { projection: { t: 1, s: 1, v: 1, q: 1 } })
         .toArray();
-      const placed = new Set(predecessors.filter((p) => p.q === 0).map(streamKey));
+      const placedOnes = predecessors.filter((p) => p.q === 0);
+      // Placed heads known from now on: the next commit of those streams needs no query.
+      for (const p of placedOnes) this.remember(p);
+      const placed = new Set(placedOnes.map(streamKey));
       for (const n of needCheck) if (!placed.has(streamKey(n))) blocked.add(streamKey(n));
     }
     // Keep the batch's arrival order across streams, but each stream's own commits in version order.
