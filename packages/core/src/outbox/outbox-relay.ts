@@ -122,6 +122,8 @@ export class OutboxRelay {
   /** Whether the last round read a whole batch (more may follow at once). */
   private readFull = false;
   private roundsDone: Promise<unknown> = Promise.resolve();
+  /** When a round last let the sequencer look for other processes' commits. */
+  private openRoundAt = 0;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.name = options.name ?? 'outbox';
@@ -227,7 +229,9 @@ export class OutboxRelay {
   /**
    * One round: sequence, read a page after the checkpoint, publish it, save the checkpoint. A
    * round woken by another process's notice places only this process's commits (that process
-   * placed its own), so no query for others' commits delays the publish.
+   * placed its own), so no query for others' commits delays the publish; but at least every
+   * `idleMs` a round may look for them (when the sequencer's interval says so), so commits
+   * orphaned by a dead process are placed even while notices never stop.
    */
   round(discover = false, woken = false): Promise<number> {
     // One at a time (a drain may run beside the loop): two reading from one position publish twice.
@@ -239,7 +243,9 @@ export class OutboxRelay {
   private async roundAlone(discover: boolean, woken: boolean): Promise<number> {
     const { store, bus, checkpoints } = this.options;
     const onPlaced = this.placedHere;
-    const placed = await store.sequence(woken ? { ownOnly: true, onPlaced } : { discover, onPlaced });
+    const ownOnly = woken && Date.now() - this.openRoundAt < this.idleMs;
+    if (!ownOnly) this.openRoundAt = Date.now();
+    const placed = await store.sequence(ownOnly ? { ownOnly, onPlaced } : { discover, onPlaced });
     if (this.position === undefined) {
       this.position = await checkpoints.load(this.name);
       this.savedPosition = this.position;

@@ -158,4 +158,35 @@ describe('outbox relay', () => {
     expect(published).toEqual([]);
     await bus.close();
   });
+
+  it("under a steady stream of wake-up notices the holder still lets its sequencer look for other processes' commits at least every idleMs", async () => {
+    const { store, bus, checkpoints, leases } = setup();
+    const asked: Array<boolean | undefined> = [];
+    const recording = Object.assign(Object.create(store) as InMemoryEventStore, {
+      sequence: async (options?: { ownOnly?: boolean }) => {
+        asked.push(options?.ownOnly);
+        return 0;
+      },
+    });
+    let wake: (() => void) | undefined;
+    const wakeups = {
+      notify: () => undefined,
+      listen: (onWake: () => void) => {
+        wake = onWake;
+        return () => undefined;
+      },
+    };
+    const relay = new OutboxRelay({ store: recording, bus, checkpoints, leases, wakeups, idleMs: 50 });
+    relay.start();
+    await eventuallyTrue(() => relay.stats.holdsLease);
+    const notices = setInterval(() => wake?.(), 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    asked.length = 0;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    clearInterval(notices);
+    await relay.stop();
+    expect(asked.filter((ownOnly) => ownOnly === true).length).toBeGreaterThan(10);
+    expect(asked.filter((ownOnly) => !ownOnly).length).toBeGreaterThanOrEqual(3);
+    await bus.close();
+  });
 });
