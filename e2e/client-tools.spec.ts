@@ -159,8 +159,9 @@ describe('client tools (gateway, agent, tools as processes)', () => {
       { toolCallId: call.toolCallId, tool: 'read_page', args: { id: 'home' }, deadline: call.deadline },
     ]);
 
-    // The operator console's Overview counts it (GET /v1/operator/overview).
-    expect(await clientCallsPending()).toBe(1);
+    // The operator console's Overview counts it (GET /v1/operator/overview), from a projection of
+    // the global log: a commit is placed there shortly after it is on the bus.
+    await eventually(async () => expect(await clientCallsPending()).toBe(1));
 
     // Off the outputSchema, or malformed: 400 naming the field, nothing written.
     const offSchema = await answer(id, call.toolCallId, { ok: true, result: { title: 42 } });
@@ -201,7 +202,7 @@ describe('client tools (gateway, agent, tools as processes)', () => {
     const [, second] = modelRequests('[ct-answer]');
     expect(toolMessages(second!).map((m) => m.content)).toEqual([JSON.stringify({ title: 'Home' })]);
     expect((await conversation(id)).status).toBe('idle');
-    expect(await clientCallsPending()).toBe(0);
+    await eventually(async () => expect(await clientCallsPending()).toBe(0));
   });
 
   it('approval first: the call waits for a person, then the client answers by a deadline counted from the approval', async () => {
