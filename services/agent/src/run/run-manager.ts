@@ -16,10 +16,12 @@ import type { RunService } from './run.service.js';
 import { runStream } from './run.service.js';
 import type { RunState, RunTaskState } from './run.state.js';
 import { NO_USAGE, addUsage, hasEnded } from './run.state.js';
+import { RUN_ID_KEY, TASK_ID_KEY, TaskLinks } from './task-links.js';
 
-/** Metadata keys a task's conversation carries: which run and task its turn is. */
-export const RUN_ID_KEY = 'keel_run_id';
-export const TASK_ID_KEY = 'keel_task_id';
+export { RUN_ID_KEY, TASK_ID_KEY } from './task-links.js';
+
+/** How many runs' starting contexts are remembered. */
+const REMEMBERED_RUNS = 1_000;
 
 const TURN_ENDS: ReadonlySet<string> = new Set(['TurnCompleted', 'TurnFailed', 'TurnCancelled']);
 
@@ -50,9 +52,14 @@ export class RunManager {
   private readonly clock: () => string;
   /** Wakes a run at its deadline, so a run with a stuck task still times out (after restarts too). */
   private readonly alarm: DeadlineAlarm;
+  /** Which conversations are runs' tasks: each one's first event is read once. */
+  private readonly links: TaskLinks;
+  /** The context each run was started with (its first event's, which never changes), by tenant and run. */
+  private readonly contexts = new Map<string, CallContext>();
 
   constructor(private readonly deps: RunManagerDeps) {
     this.clock = deps.clock ?? (() => new Date().toISOString());
+    this.links = new TaskLinks(deps.store);
     this.alarm = new DeadlineAlarm({
       deadlines: deps.deadlines ?? new InMemoryDeadlines(),
       onDue: ({ tenantId, id }) => this.advance(tenantId, id),
@@ -102,13 +109,13 @@ export class RunManager {
   private async onConversationEvent({ event }: Delivery): Promise<void> {
     if (event.type === 'UsageRecorded') {
       // A task's model call (or a sub-agent's under it) counts against maxSteps while its turn runs.
-      const task = await this.taskOfConversation(event.tenantId, event.streamName, MAX_AGENT_DEPTH);
+      const task = await this.links.taskOf(event.tenantId, event.streamName, MAX_AGENT_DEPTH);
       if (task) await this.advance(event.tenantId, task.runId);
       return;
     }
     if (!TURN_ENDS.has(event.type)) return;
     // Most conversations are no run's task: their first event says so, without reading the rest.
-    const task = await this.taskOfConversation(event.tenantId, event.streamName);
+    const task = await this.links.taskOf(event.tenantId, event.streamName);
     if (!task) return;
     const events = (await this.deps.store.read(event.tenantId, event.streamName, {
       toVersion: event.version,
@@ -116,7 +123,9 @@ export class RunManager {
     const turnId = turnIdOf(event);
     const { runId } = task;
     // A conversation a debate member continues holds several tasks' turns: the turn's own task.
-    const state = await this.deps.runs.get(event.tenantId, runId);
+    const state = await this.runOf(event.tenantId, runId);
+    // A run erased (a member conversation deleted) has no task outcome left to record.
+    if (!state) return;
     const taskId =
       state.tasks.find(
         (t) =>
@@ -144,26 +153,6 @@ export class RunManager {
     return usage;
   }
 
-  /**
-   * The run and task a conversation is (its creation's metadata), if it is a task; with `above`
-   * levels, also the task a sub-agent conversation runs under (up its parent links).
-   */
-  private async taskOfConversation(
-    tenantId: string,
-    stream: string,
-    above = 0,
-  ): Promise<{ runId: string; taskId: string } | undefined> {
-    const [created] = await this.deps.store.read(tenantId, stream, { toVersion: 1 });
-    const data = created?.data as
-      { metadata?: Record<string, string>; parent?: { conversationId: string } } | undefined;
-    const runId = data?.metadata?.[RUN_ID_KEY];
-    const taskId = data?.metadata?.[TASK_ID_KEY];
-    if (runId && taskId) return { runId, taskId };
-    if (!data?.parent || above <= 0) return undefined;
-    const parent = streamName(CONVERSATION_CATEGORY, data.parent.conversationId);
-    return this.taskOfConversation(tenantId, parent, above - 1);
-  }
-
   /** Model calls the run's running tasks have made so far (their turns' usage events), and how many turns are still open. */
   private async liveUsage(tenantId: string, state: RunState): Promise<LiveUsage> {
     let modelCalls = 0;
@@ -185,13 +174,8 @@ export class RunManager {
 
   /** Does what the run needs now: cascade its end, or start its ready tasks, or end it. */
   async advance(tenantId: string, runId: string): Promise<void> {
-    let state: RunState;
-    try {
-      state = await this.deps.runs.get(tenantId, runId);
-    } catch (error) {
-      if (error instanceof NotFoundError) return;
-      throw error;
-    }
+    const state = await this.runOf(tenantId, runId);
+    if (!state) return;
     const ctx = await this.contextOf(tenantId, runId);
     if (hasEnded(state)) {
       await this.alarm.clear(tenantId, runId);
@@ -208,6 +192,16 @@ export class RunManager {
       await this.submit(ctx, task.taskId, task.conversationId, task.input);
     const live = await this.liveUsage(tenantId, state);
     for (const action of nextActions(state, this.clock(), live)) await this.act(ctx, runId, action);
+  }
+
+  /** The run's state; undefined when it is not found (never started, or erased). */
+  private async runOf(tenantId: string, runId: string): Promise<RunState | undefined> {
+    try {
+      return await this.deps.runs.get(tenantId, runId);
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
   }
 
   private async act(ctx: CallContext, runId: string, action: RunAction): Promise<void> {
@@ -271,15 +265,22 @@ export class RunManager {
 
   /** The context the run was started with: its actions are the starter's, in its correlation. */
   private async contextOf(tenantId: string, runId: string): Promise<CallContext> {
+    const key = `${tenantId}\u0000${runId}`;
+    const known = this.contexts.get(key);
+    if (known) return known;
     const [first] = await this.deps.store.read(tenantId, runStream(runId), { toVersion: 1 });
     const actor = first?.metadata.actor;
-    return {
+    const ctx: CallContext = {
       tenantId,
       keyId: actor?.keyId ?? 'run-manager',
       role: (actor?.role ?? 'editor') as ActorRole,
       userId: actor?.userId ?? actor?.keyId ?? 'run-manager',
       correlationId: first?.metadata.correlationId ?? runId,
     };
+    if (!first) return ctx;
+    this.contexts.set(key, ctx);
+    if (this.contexts.size > REMEMBERED_RUNS) this.contexts.delete(this.contexts.keys().next().value!);
+    return ctx;
   }
 }
 
