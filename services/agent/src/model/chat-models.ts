@@ -50,6 +50,15 @@ export interface ChatModelSettings {
   providerOptions?: ProviderOptions;
 }
 
+/** The environment variables of each provider's platform key and endpoint (`env` of the settings). */
+export const PLATFORM_VARIABLES = {
+  openai: { key: 'OPENAI_API_KEY', base: 'OPENAI_BASE_URL' },
+  anthropic: { key: 'ANTHROPIC_API_KEY', base: 'ANTHROPIC_BASE_URL' },
+  google: { key: 'GOOGLE_API_KEY', base: 'GOOGLE_BASE_URL' },
+  ollama: { base: 'OLLAMA_HOST' },
+  demo: {},
+} as const satisfies Record<Provider, { key?: string; base?: string }>;
+
 /** Where one provider call goes, with which key, and through which fetch. */
 interface Endpoint {
   apiKey: string;
@@ -65,12 +74,8 @@ interface Endpoint {
  * platform's endpoint (`baseVariable`, else the provider's default). A `baseUrl` stored without
  * a key (before PUT refused that) fails the call naming the tenant's provider config.
  */
-const endpointOf = (
-  provider: Provider,
-  keyVariable: string,
-  baseVariable: string,
-  settings: ChatModelSettings,
-): Endpoint => {
+const endpointOf = (provider: 'openai' | 'anthropic' | 'google', settings: ChatModelSettings): Endpoint => {
+  const { key: keyVariable, base: baseVariable } = PLATFORM_VARIABLES[provider];
   const { apiKey, baseUrl } = settings.credentials;
   if (baseUrl) {
     if (!apiKey) {
@@ -102,8 +107,8 @@ const tenantFetch = (provider: Provider, settings: ChatModelSettings): typeof fe
   return settings.egressFetch;
 };
 
-/** A chat model for one call, and the key it calls with. */
-type BuiltChatModel = { chat: BaseChatModel; apiKey: string | undefined };
+/** A chat model, and the key it calls with. */
+export type BuiltChatModel = { chat: BaseChatModel; apiKey: string | undefined };
 
 /** What every provider's client is built with: streaming, usage reported, the agent's temperature and retries. */
 const streamingWithUsage = (provider: Provider, settings: ChatModelSettings) => ({
@@ -115,11 +120,7 @@ const streamingWithUsage = (provider: Provider, settings: ChatModelSettings) => 
 });
 
 const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
-  const {
-    apiKey,
-    baseUrl: baseURL,
-    fetch,
-  } = endpointOf('openai', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', settings);
+  const { apiKey, baseUrl: baseURL, fetch } = endpointOf('openai', settings);
   const chat = new ChatOpenAI({
     model,
     apiKey,
@@ -133,12 +134,7 @@ const openAiModel = (model: string, settings: ChatModelSettings): BuiltChatModel
 export const THINKING_ANSWER_TOKENS = 4_096;
 
 const anthropicModel = (model: string, settings: ChatModelSettings): BuiltChatModel => {
-  const { apiKey, baseUrl, fetch } = endpointOf(
-    'anthropic',
-    'ANTHROPIC_API_KEY',
-    'ANTHROPIC_BASE_URL',
-    settings,
-  );
+  const { apiKey, baseUrl, fetch } = endpointOf('anthropic', settings);
   const chat = new ChatAnthropic({
     model,
     apiKey,
@@ -167,7 +163,7 @@ const googleModel = (model: string, settings: ChatModelSettings): BuiltChatModel
       { field: 'baseUrl', details: { provider: 'google' } },
     );
   }
-  const { apiKey, baseUrl } = endpointOf('google', 'GOOGLE_API_KEY', 'GOOGLE_BASE_URL', settings);
+  const { apiKey, baseUrl } = endpointOf('google', settings);
   const chat = new ChatGoogleGenerativeAI({
     model,
     apiKey,
@@ -181,7 +177,7 @@ const ollamaModel = (model: string, settings: ChatModelSettings): BuiltChatModel
   const { credentials, env } = settings;
   // Ollama has no platform key: a tenant's server may go without one, but through the guard.
   const tenant = credentials.baseUrl ? withScheme(credentials.baseUrl) : undefined;
-  const baseUrl = tenant ?? withScheme(env['OLLAMA_HOST'] || 'http://127.0.0.1:11434');
+  const baseUrl = tenant ?? withScheme(env[PLATFORM_VARIABLES.ollama.base] || 'http://127.0.0.1:11434');
   const fetch = tenant
     ? withTenantAuthorization(tenantFetch('ollama', settings), credentials.apiKey)
     : undefined;

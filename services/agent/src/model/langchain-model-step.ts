@@ -4,7 +4,8 @@ import type { AIMessageChunk } from '@langchain/core/messages';
 import type { Runnable } from '@langchain/core/runnables';
 import type { EgressPolicy } from '@keel/runtime';
 import { createEgressFetch, egressDeniedIn, egressPolicyFromEnv } from '@keel/runtime';
-import { buildChatModel, parseModelId } from './chat-models.js';
+import { ChatModelCache } from './chat-model-cache.js';
+import { parseModelId } from './chat-models.js';
 import { textOf, toFunctionTools, toLangChainMessages } from './langchain-messages.js';
 import { withFallbacks } from './fallback-model-step.js';
 import { abortError, raceAbort, toModelError } from './model-errors.js';
@@ -23,10 +24,11 @@ export interface ModelStepOptions {
 }
 
 /**
- * The ModelStep on LangChain: builds the provider's chat model for each call (`openai`,
- * `anthropic`, `google`, `ollama`, or `demo` which needs no key), streams the answer and
- * aggregates it. Rejects with an `AbortError` once the signal aborts, with KeelErrors for
- * provider failures, and never puts an API key in an error message.
+ * The ModelStep on LangChain: calls the provider's chat model (`openai`, `anthropic`, `google`,
+ * `ollama`, or `demo` which needs no key; built once per key and options, see ChatModelCache,
+ * the tools bound per call), streams the answer and aggregates it. Rejects with an `AbortError`
+ * once the signal aborts, with KeelErrors for provider failures, and never puts an API key in an
+ * error message.
  */
 export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
   const maxRetries = options.maxRetries ?? 2;
@@ -34,11 +36,12 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
   const env = options.env ?? process.env;
   // One guarded fetch (one connection pool) for every call to a tenant's endpoint.
   const egressFetch = createEgressFetch({ policy: options.egress ?? egressPolicyFromEnv(env) });
+  const models = new ChatModelCache();
   return withFallbacks(async (input) => {
     const { signal } = input;
     if (signal.aborted) throw abortError(signal);
     const { provider, model } = parseModelId(input.model);
-    const { chat, apiKey } = buildChatModel(provider, model, {
+    const { chat, apiKey } = models.modelFor(provider, model, {
       credentials: input.credentials,
       temperature: input.temperature,
       maxRetries: input.retry === false ? 0 : maxRetries,
