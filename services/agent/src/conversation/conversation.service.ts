@@ -169,6 +169,12 @@ interface Message {
   user: ReturnType<typeof endUserOf>;
 }
 
+/**
+ * Whether the caller of a request still waits for its answer, as `AbortSignal.throwIfAborted`
+ * says it: throws (the caller's own error: a passed deadline, a cancelled call) once it does not.
+ */
+export type CallerWaiting = Pick<AbortSignal, 'throwIfAborted'>;
+
 /** An answer decided on a remembered state that only a fresh load may give (see `send`). */
 class Unconfirmed extends Error {
   constructor() {
@@ -270,6 +276,13 @@ export class ConversationService {
    * read: its append at that version is the check (a log that moved refuses it, and it is
    * decided again on a fresh load). What the remembered state alone would answer (not found, a
    * replay, a conflict, a refusal) is never answered from it: it is asked again of a fresh load.
+   *
+   * `waiting` (the gRPC call's deadline and cancellation): a message whose caller no longer waits
+   * is not committed. It is asked right before the append (and before the loads and the budget's
+   * reservation when already gone), so a caller told its deadline passed, and retrying, gets no
+   * turn it was never told of; it throws the caller's error, with nothing written (a reservation
+   * already made is given back). A deadline that passes while the append is in flight is the one
+   * outcome left unknown to the caller: its Idempotency-Key retry answers that turn.
    */
   async send(
     ctx: CallContext,
@@ -282,7 +295,9 @@ export class ConversationService {
       userRole?: string;
     },
     request?: AcceptedRequest,
+    waiting?: CallerWaiting,
   ): Promise<{ turnId: string; version: number }> {
+    waiting?.throwIfAborted();
     const message: Message = {
       content: input.content,
       ...(input.ifBusy ? { ifBusy: input.ifBusy } : {}),
@@ -293,13 +308,15 @@ export class ConversationService {
     const remembered = this.handler.remembered(ctx.tenantId, this.stream(conversationId));
     if (remembered) {
       try {
-        return await this.submit(ctx, conversationId, { ...remembered, fresh: false }, message, request);
+        const on = { ...remembered, fresh: false };
+        return await this.submit(ctx, conversationId, on, message, request, waiting);
       } catch (error) {
         if (!(error instanceof Unconfirmed)) throw error;
       }
     }
+    waiting?.throwIfAborted();
     const loaded = await this.handler.load(ctx.tenantId, this.stream(conversationId));
-    return this.submit(ctx, conversationId, { ...loaded, fresh: true }, message, request);
+    return this.submit(ctx, conversationId, { ...loaded, fresh: true }, message, request, waiting);
   }
 
   async decideApproval(
@@ -549,6 +566,7 @@ export class ConversationService {
     on: { state: Conversation; fresh: boolean },
     message: Message,
     request: AcceptedRequest | undefined,
+    waiting: CallerWaiting | undefined,
   ): Promise<{ turnId: string; version: number }> {
     const { state, fresh } = on;
     const accepted = request && acceptedRequest(state, request.key);
@@ -557,8 +575,9 @@ export class ConversationService {
     const replayed = request && this.acceptedTurn(state, request);
     if (replayed) return replayed;
     const command = await this.messageCommand(ctx, state.agentId, message, request);
+    waiting?.throwIfAborted();
     try {
-      const submitted = await this.admitted(ctx, conversationId, on, command);
+      const submitted = await this.admitted(ctx, conversationId, on, command, waiting);
       const added = submitted.events.find((e) => e.type === 'UserMessageAdded');
       // The version just before the message (after an interrupt's cancellation of the turn before).
       return { turnId: command.turnId, version: (added?.version ?? submitted.version) - 1 };
@@ -604,16 +623,20 @@ export class ConversationService {
    * Submits a message within the tenant's budget. Bad input and a busy conversation (`ifBusy:
    * reject`) are refused by the decider before anything is reserved; the turn is then reserved,
    * and a submit that still fails (a race with another message) releases its reservation. The
-   * reservation comes first so a refusal writes nothing to the conversation.
+   * reservation comes first so a refusal writes nothing to the conversation. A caller that no
+   * longer waits by the time of the append (the reservation may take a while under load) gets its
+   * error and the reservation back, and the conversation gets nothing.
    */
   private async admitted(
     ctx: CallContext,
     conversationId: string,
     on: { state: Conversation; fresh: boolean },
     command: Extract<ConversationCommand, { type: 'SubmitMessage' }>,
+    waiting: CallerWaiting | undefined,
   ) {
     const budgets = this.options.budgets;
     const submit = async () => {
+      waiting?.throwIfAborted();
       const handled = await this.run(ctx, conversationId, command);
       if (handled.events.length === 0) throw new AlreadyAccepted(handled.state);
       return handled;

@@ -67,6 +67,8 @@ import {
 } from './agent.mapping.js';
 import { acceptedRequestOf } from './accepted-request.js';
 import { faultAfterCommit } from './after-commit-faults.js';
+import type { ServerCall } from './caller-waiting.js';
+import { callerWaiting } from './caller-waiting.js';
 import type { Access } from './call-context.js';
 import { ADMIN, EDITOR, VIEWER, callContextOf, required } from './call-context.js';
 import type { AjvToolCatalog } from './tool-catalog.provider.js';
@@ -145,7 +147,17 @@ export class AgentController implements AgentServiceController {
     });
   }
 
-  submitMessage(request: SubmitMessageRequest): Promise<SubmitMessageResponse> {
+  /**
+   * A message whose call is already cancelled or past its deadline is not committed (nothing is
+   * written; the caller was told DEADLINE_EXCEEDED or CANCELLED, and the gateway answered 503): a
+   * turn the caller gave up on would otherwise run, feeding the overload that made it late, and
+   * its retry would start a second one.
+   */
+  submitMessage(
+    request: SubmitMessageRequest,
+    _metadata?: unknown,
+    grpcCall?: ServerCall,
+  ): Promise<SubmitMessageResponse> {
     return this.call('SubmitMessage', request.context, EDITOR, async (ctx) => {
       const input = request.request;
       const conversationId = required(input?.conversationId, 'request.conversationId');
@@ -162,6 +174,7 @@ export class AgentController implements AgentServiceController {
         conversationId,
         fields,
         acceptedRequestOf('SubmitMessage', input?.idempotencyKey, fields),
+        callerWaiting(grpcCall),
       );
       await faultAfterCommit('SubmitMessage');
       return { turnId, version };
