@@ -26,6 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 type Role = 'admin' | 'editor' | 'viewer' | 'operator';
 type Callback = (error: ServiceError | null, response?: unknown) => void;
 type Unary = (request: object, callback: Callback) => void;
+type UnaryWithOptions = (request: object, options: { deadline: number }, callback: Callback) => void;
 interface AgentClient {
   close(): void;
 }
@@ -467,6 +468,36 @@ describe('conversations over gRPC', () => {
       },
       { timeoutMs: 20_000, intervalMs: 200 },
     );
+  });
+
+  it('commits no message whose deadline passed while it was being decided: DEADLINE_EXCEEDED, nothing written', async () => {
+    // Written behind the agent's back: the agent remembers nothing of it, so the message waits
+    // for a load from the store (several ms on FerretDB) and the 4 ms deadline passes meanwhile.
+    const conversationId = uuidv7();
+    const store = await MongoEventStore.connect(mongoUrl);
+    try {
+      await store.append(tenant, `conversation-${conversationId}`, [
+        {
+          type: 'ConversationCreated',
+          data: { conversationId, agentId: 'helper', createdAt: new Date().toISOString() },
+          metadata: { correlationId: uniqueName('req') },
+        },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const send = (content: string, deadlineMs: number) =>
+      new Promise((resolve, reject) => {
+        const rpc = (client as unknown as Record<string, UnaryWithOptions>).submitMessage!;
+        const request = { context: context('editor'), request: { conversationId, content } };
+        rpc.call(client, request, { deadline: Date.now() + deadlineMs }, (error, response) =>
+          error ? reject(error) : resolve(response),
+        );
+      });
+    expect(await failure(send('too late', 4))).toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    // Had the agent gone on after the deadline, its commit would be seen within this wait.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await conversation(conversationId)).toMatchObject({ messages: [] });
   });
 
   it('refuses a call without a context or tenant with INVALID_ARGUMENT naming it', async () => {
