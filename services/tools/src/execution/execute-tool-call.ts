@@ -97,22 +97,7 @@ export const executeToolCall = async (
     request.caller?.user?.role,
   );
   const wanted = options.wanted ?? Promise.resolve();
-  if (approval.required && !request.approvalGranted) {
-    // A call that completed (approved) earlier is still answered from the ledger.
-    const [known] = await Promise.all([deps.ledger.get(key), wanted]);
-    if (known?.outcome) return { ...known.outcome, execution: 'replayed' };
-    // Not recorded: the call has not run, and an approval may still come for it.
-    return {
-      ok: false,
-      error: {
-        code: 'approval_required',
-        message: `${request.name} needs a user's approval, and it was not given`,
-      },
-      attempts: 0,
-      durationMs: 0,
-      execution: 'refused',
-    };
-  }
+  if (approval.required && !request.approvalGranted) return refusedWithoutApproval(request, deps, wanted);
 
   const meta = { conversationId: request.conversationId, name: request.name };
   // Claimed while the caller's last check runs, unless a claim that then never runs would be
@@ -138,6 +123,28 @@ export const executeToolCall = async (
     options.recordAlongside?.({ ...outcome, execution }),
   ]);
   return { ...(stored.outcome ?? outcome), execution };
+};
+
+/** A call that needs an approval it was not given: answered from the ledger if it completed (approved) earlier. */
+const refusedWithoutApproval = async (
+  request: ToolCallRequest,
+  deps: ToolCallDependencies,
+  wanted: Promise<void>,
+): Promise<ToolCallResult> => {
+  const key = { tenantId: request.tenantId, toolCallId: request.toolCallId };
+  const [known] = await Promise.all([deps.ledger.get(key), wanted]);
+  if (known?.outcome) return { ...known.outcome, execution: 'replayed' };
+  // Not recorded: the call has not run, and an approval may still come for it.
+  return {
+    ok: false,
+    error: {
+      code: 'approval_required',
+      message: `${request.name} needs a user's approval, and it was not given`,
+    },
+    attempts: 0,
+    durationMs: 0,
+    execution: 'refused',
+  };
 };
 
 const attempt = async (
