@@ -281,8 +281,9 @@ export class ConversationService {
    * is not committed. It is asked right before the append (and before the loads and the budget's
    * reservation when already gone), so a caller told its deadline passed, and retrying, gets no
    * turn it was never told of; it throws the caller's error, with nothing written (a reservation
-   * already made is given back). A deadline that passes while the append is in flight is the one
-   * outcome left unknown to the caller: its Idempotency-Key retry answers that turn.
+   * already made is given back). A commit whose answer reaches the caller after its deadline is
+   * the one outcome left unknown to it (`waiting` stops commits a margin before the deadline to
+   * make it rare): its Idempotency-Key retry answers that turn.
    */
   async send(
     ctx: CallContext,

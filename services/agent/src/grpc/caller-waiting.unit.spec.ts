@@ -122,9 +122,23 @@ describe('SubmitMessage whose caller no longer waits', () => {
     expect(await types(`budget-${month}`)).toEqual([]);
   });
 
+  it('a commit that would start in the last second of a 10 s deadline is refused: its answer could come too late', async () => {
+    const { service, directory, id, types } = await setup();
+    directory.takesMs = 9_001;
+    const sent = service.send(
+      ctx,
+      id,
+      { content: 'hello' },
+      undefined,
+      callerWaiting(grpcCall(10_000), clock),
+    );
+    expect(await statusOf(sent)).toBe(status.DEADLINE_EXCEEDED);
+    expect(await types(`conversation-${id}`)).toEqual(['ConversationCreated']);
+  });
+
   it('a call within its deadline, or no call at all (an in-process caller), is committed as before', async () => {
     const { service, directory, id, types } = await setup();
-    directory.takesMs = 9_999;
+    directory.takesMs = 8_999;
     const first = await service.send(
       ctx,
       id,
