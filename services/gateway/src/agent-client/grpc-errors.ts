@@ -31,7 +31,11 @@ const kindOf = (failure: GrpcFailure): KeelErrorKind | undefined => {
  * The KeelError a failed agent call is answered with at the HTTP edge, so the problem filter
  * renders it: the agent's message is kept (it names the field and never holds secrets), ABORTED
  * is a conflict (409), RESOURCE_EXHAUSTED with the `budget_exceeded` trailer a budget refusal
- * (402), an unreachable or slow agent is unavailable (503). Anything else (INTERNAL, UNKNOWN,
+ * (402), an unreachable or slow agent is unavailable (503). A SubmitMessage answered so after
+ * its deadline has started no turn, save one case: the agent commits no message once too little
+ * of the call's deadline is left to answer it (agent `caller-waiting.ts`), so only a commit whose
+ * answer took longer than that margin is a turn the 503 hides; a retry with the same
+ * Idempotency-Key answers it (other writes are not checked so). Anything else (INTERNAL, UNKNOWN,
  * UNIMPLEMENTED, a gateway-side mistake like UNAUTHENTICATED) is undefined: a server fault,
  * logged and answered 500.
  */
