@@ -226,14 +226,7 @@ export class ConversationService {
   ) {
     await this.agent(ctx.tenantId, input.agentId);
     const at = this.clock();
-    // A sub-agent's child has the id its parent's call derived (a repeat finds it created).
-    const { conversationId, minted } = input.child
-      ? { conversationId: input.child.conversationId, minted: false }
-      : request
-        ? await this.claimConversationId(ctx, request, at)
-        : { conversationId: uuidv7(), minted: true };
-    // An id made up here names no stream yet: the creation appends with no read of it.
-    if (minted) this.handler.rememberEmpty(ctx.tenantId, this.stream(conversationId));
+    const conversationId = await this.newConversationId(ctx, input.child, request, at);
     const result = await this.run(ctx, conversationId, {
       type: 'CreateConversation',
       conversationId,
@@ -246,24 +239,40 @@ export class ConversationService {
       ...(request ? { request } : {}),
       at,
     });
+    const { createdAt, userId, metadata } = result.state;
     const entry = {
       agentId: input.agentId,
       ...(input.title ? { title: input.title } : {}),
-      createdAt: result.state.createdAt,
-      ...(result.state.userId ? { userId: result.state.userId } : {}),
-      ...(result.state.metadata ? { metadata: result.state.metadata } : {}),
+      createdAt,
+      ...(userId ? { userId } : {}),
+      ...(metadata ? { metadata } : {}),
       status: 'idle' as const,
     };
     await Promise.all([
       this.index(ctx.tenantId, conversationId, entry),
       this.makeDataKey(ctx, conversationId),
     ]);
-    return {
-      id: conversationId,
-      agentId: input.agentId,
-      status: 'idle' as const,
-      createdAt: result.state.createdAt,
-    };
+    return { id: conversationId, agentId: input.agentId, status: 'idle' as const, createdAt };
+  }
+
+  /**
+   * The id a new conversation gets: a sub-agent's child has the one its parent's call derived (a
+   * repeat finds it created), a keyed request the one its key is bound to, else a fresh one. An id
+   * made up here names no stream yet, so its creation appends with no read of it.
+   */
+  private async newConversationId(
+    ctx: CallContext,
+    child: ChildOf | undefined,
+    request: AcceptedRequest | undefined,
+    at: string,
+  ): Promise<string> {
+    const { conversationId, minted } = child
+      ? { conversationId: child.conversationId, minted: false }
+      : request
+        ? await this.claimConversationId(ctx, request, at)
+        : { conversationId: uuidv7(), minted: true };
+    if (minted) this.handler.rememberEmpty(ctx.tenantId, this.stream(conversationId));
+    return conversationId;
   }
 
   /**
