@@ -92,6 +92,7 @@ export type {
   WatchMark,
 } from './bus/index.js';
 export {
+  HeardVersions,
   WatchedStreams,
   InMemoryDeadLetters,
   InMemoryEphemeralChannel,

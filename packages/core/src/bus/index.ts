@@ -25,4 +25,4 @@ export type {
 } from './ephemeral.js';
 export { InMemoryEphemeralChannel, checkEphemeralTopic } from './ephemeral.js';
 export type { WatchedStreamsOptions, WatchingBus, WatchMark } from './watched-streams.js';
-export { WatchedStreams } from './watched-streams.js';
+export { HeardVersions, WatchedStreams } from './watched-streams.js';

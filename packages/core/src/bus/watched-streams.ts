@@ -140,3 +140,46 @@ export class WatchedStreams {
 }
 
 const keyOf = (tenantId: string, streamName: string): string => `${tenantId}\u0000${streamName}`;
+
+/**
+ * The highest version of one stream this process has heard on the bus, and waits for a version
+ * to be heard: a writer that answers only once its own event came back from the bus knows every
+ * process subscribed on the same server has been sent it.
+ */
+export class HeardVersions {
+  #heard = 0;
+  readonly #waiters = new Set<{ version: number; settle: (heard: boolean) => void }>();
+
+  get heard(): number {
+    return this.#heard;
+  }
+
+  /** Counts a version seen on the bus; wakes the waits it satisfies. */
+  hear(version: number): void {
+    if (version <= this.#heard) return;
+    this.#heard = version;
+    for (const waiter of this.#waiters) if (waiter.version <= version) waiter.settle(true);
+  }
+
+  /** Resolves true once `version` has been heard, false after `timeoutMs`. */
+  waitFor(version: number, timeoutMs: number): Promise<boolean> {
+    if (this.#heard >= version) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = {
+        version,
+        settle: (heard: boolean) => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(heard);
+        },
+      };
+      const timer = setTimeout(() => waiter.settle(false), timeoutMs);
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** Ends every wait (shutdown): nothing more will be heard, and no writer should warn of it. */
+  close(): void {
+    for (const waiter of this.#waiters) waiter.settle(true);
+  }
+}

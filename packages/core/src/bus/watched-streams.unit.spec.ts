@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InMemoryEventStore } from '../event-store/index.js';
 import { InMemoryEventBus } from './in-memory-bus.js';
-import { WatchedStreams } from './watched-streams.js';
+import { HeardVersions, WatchedStreams } from './watched-streams.js';
 
 const silent = { warn: () => {}, error: () => {} };
 const TENANT = 'tn_watch';
@@ -92,5 +92,28 @@ describe('WatchedStreams', () => {
     expect(mark).toBeUndefined();
     watched.verified(TENANT, STREAM, (await store.read(TENANT, STREAM, { fromVersion: 1 })).length, mark);
     expect(watched.isCurrentAt(TENANT, STREAM, 0)).toBe(false);
+  });
+});
+
+describe('HeardVersions', () => {
+  it('a wait ends true when its version (or a later one) is heard, false when it times out', async () => {
+    const heard = new HeardVersions();
+    const waiting = heard.waitFor(2, 1_000);
+    const lost = heard.waitFor(5, 20);
+    heard.hear(1);
+    heard.hear(3);
+    expect(await waiting).toBe(true);
+    expect(await lost).toBe(false);
+    expect(heard.heard).toBe(3);
+    expect(await heard.waitFor(3, 0)).toBe(true);
+    heard.hear(2); // an older one changes nothing
+    expect(heard.heard).toBe(3);
+  });
+
+  it('close ends every wait', async () => {
+    const heard = new HeardVersions();
+    const waiting = heard.waitFor(9, 60_000);
+    heard.close();
+    expect(await waiting).toBe(true);
   });
 });

@@ -527,26 +527,6 @@ export class ConversationService {
     return { messageId: input.messageId, rating: input.rating };
   }
 
-  /** The conversation as the index keeps it, at its version (the index projection's loader). */
-  async indexEntry(
-    tenantId: string,
-    conversationId: string,
-  ): Promise<(IndexedConversation & { version: number }) | undefined> {
-    const { state, version } = await this.handler.load(tenantId, this.stream(conversationId));
-    if (state.status === 'new') return undefined;
-    return {
-      tenantId,
-      conversationId,
-      agentId: state.agentId,
-      ...(state.title ? { title: state.title } : {}),
-      createdAt: state.createdAt,
-      ...(state.userId ? { userId: state.userId } : {}),
-      ...(state.metadata ? { metadata: state.metadata } : {}),
-      status: state.status,
-      version,
-    };
-  }
-
   /** The phase a conversation is in, when its agent has phases (the initial one until a change). */
   private async phaseOf(tenantId: string, state: Conversation): Promise<{ phase?: string }> {
     if (state.phase !== undefined) return { phase: state.phase };

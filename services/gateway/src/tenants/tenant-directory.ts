@@ -1,5 +1,5 @@
 import type { RecordedEvent, WatchedStreams, WatchMark } from '@keel/core';
-import { asDecided, KeelError, ownValue, UnavailableError } from '@keel/core';
+import { asDecided, HeardVersions, KeelError, ownValue, UnavailableError } from '@keel/core';
 import type { Infrastructure, KeelLogger } from '@keel/runtime';
 import { KEEL_INFRA, KEEL_LOGGER } from '@keel/runtime';
 import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
@@ -55,8 +55,7 @@ export class TenantDirectory implements OnModuleInit, OnModuleDestroy {
   private running: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
   /** The highest registry version seen on this process's watch, and who waits for one. */
-  private heard = 0;
-  private readonly hearing = new Set<{ version: number; heard: () => void }>();
+  private readonly heard = new HeardVersions();
   private watching: { unsubscribe(): void } | undefined;
 
   constructor(
@@ -84,7 +83,7 @@ export class TenantDirectory implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.watching?.unsubscribe();
-    for (const waiter of this.hearing) waiter.heard();
+    this.heard.close();
   }
 
   /** The registry version folded so far. */
@@ -115,7 +114,7 @@ export class TenantDirectory implements OnModuleInit, OnModuleDestroy {
     for (const event of events) this.apply(event);
     if (this.folded < last) await this.read();
     if (!this.watching) return;
-    if (!(await this.heardUpTo(last))) {
+    if (!(await this.heard.waitFor(last, this.publishWaitMs))) {
       this.logger.warn(
         { version: last, waitedMs: this.publishWaitMs },
         'registry write not seen on the bus: other gateways see it within KEEL_WATCH_MAX_AGE_MS',
@@ -202,29 +201,7 @@ export class TenantDirectory implements OnModuleInit, OnModuleDestroy {
   private onWatched(event: RecordedEvent): void {
     if (event.tenantId !== PLATFORM_TENANT_ID || event.streamName !== TENANT_REGISTRY_STREAM) return;
     this.apply(event);
-    if (event.version <= this.heard) return;
-    this.heard = event.version;
-    for (const waiter of this.hearing) if (waiter.version <= this.heard) waiter.heard();
-  }
-
-  /** Resolves true once the watch has received `version`, false after `publishWaitMs`. */
-  private heardUpTo(version: number): Promise<boolean> {
-    if (this.heard >= version) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiter = {
-        version,
-        heard: () => {
-          clearTimeout(timer);
-          this.hearing.delete(waiter);
-          resolve(true);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.hearing.delete(waiter);
-        resolve(false);
-      }, this.publishWaitMs);
-      this.hearing.add(waiter);
-    });
+    this.heard.hear(event.version);
   }
 
   private apply(recorded: RecordedEvent): void {

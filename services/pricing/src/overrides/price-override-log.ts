@@ -6,7 +6,7 @@ import type {
   WatchedStreams,
   WatchMark,
 } from '@keel/core';
-import { isEvent } from '@keel/core';
+import { HeardVersions, isEvent } from '@keel/core';
 import type { PriceSet } from './price-events.js';
 import { PRICE_OVERRIDE_STREAM, PRICING_TENANT_ID } from './price-events.js';
 import { PriceTimeline } from './price-timeline.js';
@@ -51,8 +51,7 @@ export class PriceOverrideLog {
   private running: { startedAt: number; done: Promise<void> } | undefined;
   private queued: Promise<void> | undefined;
   /** The highest override version this instance's watch has received, and who waits for one. */
-  private heard = 0;
-  private readonly hearing = new Set<{ version: number; heard: () => void }>();
+  private readonly heard = new HeardVersions();
   private watching: { unsubscribe(): void } | undefined;
 
   constructor(
@@ -66,11 +65,7 @@ export class PriceOverrideLog {
     if (!this.watch?.watched.enabled || this.watching) return;
     this.watching = this.watch.bus.watch?.(
       { tenantId: PRICING_TENANT_ID, streamName: PRICE_OVERRIDE_STREAM },
-      (event) => {
-        if (event.version <= this.heard) return;
-        this.heard = event.version;
-        for (const waiter of this.hearing) if (waiter.version <= this.heard) waiter.heard();
-      },
+      (event) => this.heard.hear(event.version),
     );
   }
 
@@ -78,7 +73,7 @@ export class PriceOverrideLog {
   close(): void {
     this.watching?.unsubscribe();
     this.watching = undefined;
-    for (const waiter of this.hearing) waiter.heard();
+    this.heard.close();
   }
 
   /** The stream version folded so far (the number of overrides known). */
@@ -124,7 +119,8 @@ export class PriceOverrideLog {
       { ...event, metadata },
     ]);
     await this.catchUp();
-    if (this.watching && !(await this.heardUpTo(nextExpectedVersion)))
+    const waitMs = this.watch?.publishWaitMs ?? OVERRIDE_PUBLISH_WAIT_MS;
+    if (this.watching && !(await this.heard.waitFor(nextExpectedVersion, waitMs)))
       this.watch?.onUnheard?.(nextExpectedVersion);
   }
 
@@ -150,26 +146,6 @@ export class PriceOverrideLog {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  /** Resolves true once the watch has received `version`, false after the publish wait. */
-  private heardUpTo(version: number): Promise<boolean> {
-    if (this.heard >= version) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiter = {
-        version,
-        heard: () => {
-          clearTimeout(timer);
-          this.hearing.delete(waiter);
-          resolve(true);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.hearing.delete(waiter);
-        resolve(false);
-      }, this.watch?.publishWaitMs ?? OVERRIDE_PUBLISH_WAIT_MS);
-      this.hearing.add(waiter);
-    });
   }
 
   private apply(recorded: RecordedEvent): void {
