@@ -73,6 +73,25 @@ export const describeHookLaneContract = (
       expect(mine(await lanes.claim('p1', 3_000, 500, 100), key)).toMatchObject([{ cursor: 2, attempts: 0 }]);
     });
 
+    it('an event touched while the holder renews or gives back its lease is not lost', async () => {
+      // The consumer touches while a worker holds the lane (its hook slow to answer): 20 lanes, each
+      // touched beside a renewal and beside a release; a store where either write undoes the other
+      // (FerretDB updates are read, modify, write back) finds the lane done and never sends the event.
+      const { lanes, second } = await setup();
+      const keys = Array.from({ length: 20 }, freshKey);
+      for (const key of keys) await lanes.touch(key, 1);
+      await lanes.claim('p1', 1_000, 500, 100);
+      await Promise.all(
+        keys.map((key) => Promise.all([lanes.renew(laneId(key), 'p1', 1_400), second.touch(key, 2)])),
+      );
+      for (const key of keys) expect(await lanes.advance(laneId(key), 'p1', 1)).toBe(true);
+      await Promise.all(
+        keys.map((key) => Promise.all([lanes.release(laneId(key), 'p1'), second.touch(key, 3)])),
+      );
+      const claimed = await lanes.claim('p1', 2_000, 500, 100);
+      for (const key of keys) expect(mine(claimed, key)).toMatchObject([{ cursor: 1, target: 3 }]);
+    });
+
     it('a renewed lease holds the lane past its first end', async () => {
       const { lanes, second } = await setup();
       const key = freshKey();
