@@ -32,7 +32,7 @@ const insertOnce = async <T extends { _id: string }>(collection: Collection<T>, 
 };
 
 /**
- * Hook lanes in MongoDB: `hook_lanes` (cursor and lease) and `hook_lane_marks` (the events that
+ * Hook lanes in MongoDB: `hook_lanes` (cursor and lease) and `hook_lanes_marks` (the events that
  * await each lane).
  *
  * Invariant: a touch never updates a document, it only inserts. FerretDB (1.24, SQLite and
