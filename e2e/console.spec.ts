@@ -360,10 +360,14 @@ describe('the operator console in Chromium (gateway, agent, tools, audit, pricin
         { timeout: 30_000, interval: 100 },
       )
       .toBe('running');
-    const running = (await get('/v1/turns?status=running', platform.operatorKey)).body as {
-      data: Array<{ conversationId: string }>;
-    };
-    expect(running.data.map((turn) => turn.conversationId)).toContain(id);
+    // Listed from the activity projection of the global log, which places commits a moment later.
+    const running = async () =>
+      (
+        (await get('/v1/turns?status=running', platform.operatorKey)).body as {
+          data: Array<{ conversationId: string }>;
+        }
+      ).data.map((turn) => turn.conversationId);
+    await expect.poll(running, { timeout: 10_000, interval: 100 }).toContain(id);
     // A fresh page: its feed starts at the head of the log, after this turn's turn.started.
     await page.goto(consoleUrl());
     const row = page.getByRole('region', { name: 'Live turns' }).getByRole('row').filter({ hasText: id });

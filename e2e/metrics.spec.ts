@@ -347,6 +347,13 @@ describe('metrics in the dev mode (npm start: five services, one process, one /m
         expect(total(samples, 'keel_turns_finished_total', { service: 'agent', outcome: 'completed' })).toBe(
           1,
         );
+        // The audit projection catches up a moment after the events (it batches a turn's events).
+        expect(
+          total(samples, 'keel_consumer_deliveries_total', {
+            service: 'audit',
+            consumer: 'audit-projection',
+          }),
+        ).toBeGreaterThan(0);
       },
       { timeoutMs: 20_000 },
     );

@@ -28,7 +28,7 @@ const READS = [
   new RegExp(`\\benv\\[\\s*['"]${NAME}['"]\\s*\\]`, 'g'), // env['X']
   new RegExp(`\\breadEnv\\(\\s*['"]${NAME}['"]`, 'g'), // readEnv('X')
   new RegExp(`\\benv\\s*,\\s*['"]${NAME}['"]`, 'g'), // read(env, 'X'), port(env, 'X', …)
-  /['"]([A-Z][A-Z0-9]*_(?:API_KEY|BASE_URL|GRPC_URL))['"]/g, // provider keys and addresses by name
+  /['"]([A-Z][A-Z0-9]*_(?:API_KEY|BASE_URL|GRPC_URL|HOST))['"]/g, // provider keys and addresses by name
 ];
 
 const readsInCode = (): Map<string, string> => {
