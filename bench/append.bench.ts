@@ -12,7 +12,7 @@ import type { Collection, IndexDescriptionInfo } from 'mongodb';
 import type { EventData } from '@keel/core';
 import { prepareAppend } from '@keel/core';
 import type { CommitDocument } from '@keel/core/mongodb';
-import { commitKey, MongoEventStore } from '@keel/core/mongodb';
+import { bucketOf, commitKey, MongoEventStore } from '@keel/core/mongodb';
 import { CommandMonitor, perOperation } from './lib/command-monitor.js';
 import { messageEvents } from './lib/fixtures.js';
 import type { BenchInfra } from './lib/infra.js';
@@ -45,6 +45,7 @@ const rawCommit = (stream: string, from: number, events: EventData[]): RawCommit
   })),
   at: new Date().toISOString(),
   q: 1,
+  k: bucketOf(from),
 });
 
 /**

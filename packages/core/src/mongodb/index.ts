@@ -9,6 +9,6 @@ export { MongoInbox } from './mongo-inbox.js';
 export { MongoDeadLetterStore } from './mongo-dead-letters.js';
 export { MongoIdempotencyStore } from './mongo-idempotency-store.js';
 export type { CommitDocument } from './commit-document.js';
-export { commitKey } from './commit-document.js';
+export { bucketOf, commitKey } from './commit-document.js';
 export { STORE_IDENTITY_COLLECTION, storeIdentity } from './store-identity.js';
 export { MongoDataKeyStore } from './mongo-data-keys.js';
