@@ -105,5 +105,21 @@ export const describeIdempotencyStoreContract = (
         expect(claim).toEqual({ outcome: 'pending', fingerprint: `fp-${winner}` });
       }
     });
+
+    it('gives an expired key to exactly one of many concurrent claims, round after round', async () => {
+      const { store } = under;
+      const wins: number[] = [];
+      for (let round = 0; round < 80; round++) {
+        const key = uuidv7();
+        await store.claim(key, 'crashed', MINUTE);
+        under.advance(MINUTE + 1);
+        const claims = await Promise.allSettled(
+          Array.from({ length: 12 }, (_, i) => store.claim(key, `fp-${i}`, MINUTE)),
+        );
+        wins.push(claims.filter((c) => c.status === 'fulfilled' && c.value.outcome === 'claimed').length);
+      }
+      // Two winners would both do the request's work.
+      expect(wins.filter((n) => n !== 1)).toEqual([]);
+    });
   });
 };
