@@ -2,7 +2,6 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/nats-core';
 import { headers } from '@nats-io/nats-core';
-import { connect } from '@nats-io/transport-node';
 import type { LogPort } from '../logging/index.js';
 import { stderrLog } from '../logging/index.js';
 import { consumerSettings } from '../bus/consumer-settings.js';
@@ -24,6 +23,7 @@ import {
 import type { RecordedEvent } from '../typing/index.js';
 import type { EphemeralChannel, EphemeralSubscription } from '../bus/ephemeral.js';
 import type { RelayWakeups } from '../outbox/ports.js';
+import { connectNats } from './connection.js';
 import { NatsEphemeralChannel } from './nats-ephemeral.js';
 import { NatsRelayWakeups } from './nats-relay-wakeups.js';
 import { declareConsumer, declareStream } from './jetstream-setup.js';
@@ -96,15 +96,7 @@ export class NatsEventBus implements EventBus {
       });
     }
     const subjectPrefix = checkSubjectPrefix(options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX);
-    let nc: NatsConnection;
-    try {
-      nc = await connect({
-        servers: options.servers,
-        ...(options.connectionName ? { name: options.connectionName } : {}),
-      });
-    } catch (error) {
-      throw new UnavailableError(`cannot connect to NATS at ${String(options.servers)}`, { cause: error });
-    }
+    const nc = await connectNats(options.servers, options.connectionName);
     try {
       const jsm = await jetstreamManager(nc);
       const duplicateWindowMs = options.duplicateWindowMs ?? 120_000;

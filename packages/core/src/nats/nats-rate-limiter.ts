@@ -2,8 +2,7 @@ import { JetStreamApiCodes, JetStreamApiError, StorageType } from '@nats-io/jets
 import type { KV } from '@nats-io/kv';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { connect } from '@nats-io/transport-node';
-import { UnavailableError } from '../errors/index.js';
+import { connectNats } from './connection.js';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter.js';
 import { SharedRateLimiter } from '../rate-limit/shared-rate-limiter.js';
 import type { CounterVersion, VersionedCounters } from '../rate-limit/versioned-counters.js';
@@ -84,15 +83,7 @@ export class NatsRateLimiter implements RateLimiter {
 
   /** Connects, creates or binds the bucket. */
   static async connect(options: NatsRateLimiterOptions): Promise<NatsRateLimiter> {
-    let nc: NatsConnection;
-    try {
-      nc = await connect({
-        servers: options.servers,
-        ...(options.connectionName ? { name: options.connectionName } : {}),
-      });
-    } catch (error) {
-      throw new UnavailableError(`cannot connect to NATS at ${String(options.servers)}`, { cause: error });
-    }
+    const nc = await connectNats(options.servers, options.connectionName);
     try {
       const kv = await new Kvm(nc).create(options.bucket ?? DEFAULT_RATE_LIMIT_BUCKET, {
         history: 1,
