@@ -2,6 +2,7 @@ import { PreconditionError } from '../errors/index.js';
 import type { EventData, RecordedEvent } from '../typing/index.js';
 import type { DataKey, DataKeyring } from './data-keys.js';
 import type { SealedContent } from './envelope.js';
+import { OpenedContents } from './opened-contents.js';
 import {
   SEALED_FIELD,
   clearPartOf,
@@ -55,6 +56,8 @@ export interface SealingOptions {
  */
 export class EventSealer {
   readonly #erasureTypes: ReadonlySet<string>;
+  /** Events' contents opened lately: the same event opened again (another consumer, a read) is not decrypted again. */
+  readonly #opened = new OpenedContents();
 
   constructor(private readonly options: SealingOptions) {
     const { erasureType } = options;
@@ -94,6 +97,22 @@ export class EventSealer {
     return sealed;
   }
 
+  /**
+   * The events as `sealRecorded` would give them, when that needs no key and destroys none: every
+   * one already sealed (a commit as the log holds it) or with nothing to seal, and no erasure.
+   * Undefined otherwise (ask `sealRecorded`). Synchronous, so a fast publish of a commit reaches
+   * the connection before the appending caller resumes.
+   */
+  sealedNow(events: readonly RecordedEvent[]): RecordedEvent[] | undefined {
+    for (const event of events) {
+      if (this.isErasure(event.type)) return undefined;
+      if (sealedContentOf(event.data) !== undefined) continue;
+      if (this.options.keyStream(event) === undefined) continue;
+      if (splitContent(event.data).content !== undefined) return undefined;
+    }
+    return [...events];
+  }
+
   /** Recorded events with their content opened (erased ones as ERASED_EVENT_TYPE), in order. */
   async openAll(events: readonly RecordedEvent[]): Promise<RecordedEvent[]> {
     this.#forgetErased(events);
@@ -114,7 +133,7 @@ export class EventSealer {
     const keyStream = this.options.keyStream(event);
     if (keyStream === undefined) return erased(event);
     const key = await this.options.keyring.keyFor(event.tenantId, keyStream);
-    return Buffer.isBuffer(key) ? opened(event, key, sealed) : erased(event);
+    return Buffer.isBuffer(key) ? opened(event, key, sealed, this.#opened) : erased(event);
   }
 
   /**
@@ -133,7 +152,7 @@ export class EventSealer {
         const key =
           keyStream === undefined ? undefined : this.options.keyring.cached(event.tenantId, keyStream);
         if (key === undefined) return undefined;
-        result.push(opened(event, key, sealed));
+        result.push(opened(event, key, sealed, this.#opened));
       }
     }
     return result;
@@ -221,9 +240,13 @@ const opened = (
   event: RecordedEvent,
   key: Buffer,
   sealed: Extract<SealedContent, { v: 1 }>,
+  contents: OpenedContents,
 ): RecordedEvent => {
   const context = eventContext(event.tenantId, event.streamName, event.type);
-  const content = JSON.parse(openOrThrow(key, sealed, context, event.streamName)) as Record<string, unknown>;
+  const plaintext = contents.open(key, sealed, context, () =>
+    openOrThrow(key, sealed, context, event.streamName),
+  );
+  const content = JSON.parse(plaintext) as Record<string, unknown>;
   return { ...event, data: joinContent(clearPartOf(event.data), content) };
 };
 
