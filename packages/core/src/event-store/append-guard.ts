@@ -16,25 +16,11 @@ export interface PreparedEvent {
 const TYPE = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** UTF-8 size of a string without encoding it (a lone surrogate counts as its 3-byte replacement). */
-const utf8Length = (text: string): number => {
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) continue;
-    if (c < 0x800) bytes += 1;
-    else if (
-      c >= 0xd800 &&
-      c <= 0xdbff &&
-      i + 1 < text.length &&
-      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
-    ) {
-      bytes += 2; // a surrogate pair: 2 UTF-16 units, 4 bytes
-      i++;
-    } else bytes += 2;
-  }
-  return bytes;
-};
+/**
+ * UTF-8 size of a string without encoding it (a lone surrogate counts as its 3-byte replacement):
+ * Node's native count, about ten times the speed of a loop over the characters in JS.
+ */
+const utf8Length = (text: string): number => Buffer.byteLength(text, 'utf8');
 
 /** Validates the arguments of an append and serializes its events; shared by every adapter. */
 export const prepareAppend = (
