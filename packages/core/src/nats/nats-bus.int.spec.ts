@@ -123,6 +123,47 @@ describe('NatsEventBus on the server', () => {
     }
   });
 
+  it('writes a publish to the socket within the call, not at the next turn of the loop (a commit fast-published leaves before its appender goes on)', async () => {
+    const streamName = `${fileStream}_NOW`;
+    const bus = await NatsEventBus.connect({
+      servers: testInfra().natsUrl,
+      streamName,
+      subjectPrefix: `${filePrefix}.now`,
+      inbox: new MongoInbox(mongo.db),
+      deadLetters: new MongoDeadLetterStore(mongo.db),
+      logger: silent,
+    });
+    try {
+      const transport = (bus as unknown as { nc: { protocol: { transport: { send(f: Uint8Array): void } } } })
+        .nc.protocol.transport;
+      const written: string[] = [];
+      const send = transport.send.bind(transport);
+      transport.send = (frame) => {
+        written.push(new TextDecoder().decode(frame));
+        send(frame);
+      };
+      const event: RecordedEvent = {
+        eventId: uuidv7(),
+        type: 'TurnStarted',
+        data: {},
+        metadata: {},
+        tenantId: 'acme',
+        streamName: 'conversation-1',
+        version: 2,
+        commitId: uuidv7(),
+        recordedAt: new Date().toISOString(),
+      };
+      const published = bus.publish([event]);
+      // Nothing awaited yet: the connection holds no write back for a later turn of the loop.
+      expect(written.join('')).toContain(event.eventId);
+      await published;
+      expect((await jsm.streams.info(streamName)).state.messages).toBe(1);
+    } finally {
+      await bus.close();
+      await jsm.streams.delete(streamName);
+    }
+  });
+
   it('publishes one message per event with its subject, id and headers; replays carry their target', async () => {
     const streamName = `${fileStream}_WIRE`;
     const subjectPrefix = `${filePrefix}.wire`;

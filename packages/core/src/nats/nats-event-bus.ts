@@ -149,7 +149,12 @@ export class NatsEventBus implements EventBus {
         headers: eventHeaders(event),
       };
     });
-    await this.#publishAll(messages);
+    // Sent within this call (each publish is written into the connection's buffer synchronously),
+    // then written to the socket at once rather than at the next turn of the event loop: a
+    // commit's fast publish leaves before the appending caller goes on with its own work.
+    const acks = this.#publishAll(messages);
+    writeNow(this.nc);
+    await acks;
   }
 
   /** A core NATS subscription on the stream's event subject: sees each publish as JetStream takes it. */
@@ -276,6 +281,15 @@ export class NatsEventBus implements EventBus {
     if (this.#closed !== undefined) throw new PreconditionError('event bus is closed');
   }
 }
+
+/**
+ * Writes what the connection has buffered to its socket now: `coalesceWrites` otherwise leaves it
+ * to the next turn of the event loop. A connection of another shape is left as it is.
+ */
+const writeNow = (nc: NatsConnection): void => {
+  const protocol = (nc as unknown as { protocol?: { flushPending?: () => void } }).protocol;
+  if (typeof protocol?.flushPending === 'function') protocol.flushPending();
+};
 
 const eventHeaders = (event: RecordedEvent): MsgHdrs => {
   const h = headers();

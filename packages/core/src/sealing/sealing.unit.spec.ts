@@ -67,6 +67,40 @@ describe('SealingEventBus', () => {
   });
 });
 
+describe('SealingEventBus publish of a stored commit', () => {
+  it('hands events already sealed (or with nothing to seal) to the inner bus within the call; others only once sealed', async () => {
+    const sealer = new EventSealer({
+      keyring: new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32)),
+      keyStream: ({ streamName }) => (streamName.startsWith('chat-') ? streamName : undefined),
+      erasureType: 'StreamErased',
+    });
+    const handed: RecordedEvent[][] = [];
+    class SpiedBus extends InMemoryEventBus {
+      override publish(events: RecordedEvent[]): Promise<void> {
+        handed.push(events);
+        return super.publish(events);
+      }
+    }
+    const bus = new SealingEventBus(new SpiedBus(), sealer);
+    // A commit as the log holds it: its content sealed at append, its clear fields as they are.
+    const [stored] = await sealer.seal('acme', 'chat-9', [
+      { type: 'Said', data: { text: 'secret', at: 'x' } },
+    ]);
+    const sealed = { ...event(1, 'Said', {}), data: stored!.data };
+    const clearOnly = event(2, 'Said', { at: 'y' });
+    const sent = bus.publish([sealed, clearOnly]);
+    // Before any await: the fast path's publish reaches the connection ahead of the appender.
+    expect(handed).toEqual([[sealed, clearOnly]]);
+    await sent;
+
+    const pending = bus.publish([event(3, 'Said', { text: 'not sealed yet' })]);
+    expect(handed).toHaveLength(1);
+    await pending;
+    expect(JSON.stringify(handed[1])).not.toMatch(/not sealed yet/);
+    await bus.close();
+  });
+});
+
 describe('SealingEventBus watch', () => {
   it('hands a watcher the events opened and lifted with a key held here, sealed while the key is not held', async () => {
     const keyring = new DataKeyring(new InMemoryDataKeyStore(), randomBytes(32));
