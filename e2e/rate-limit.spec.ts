@@ -47,6 +47,8 @@ describe('rate limits per key across two gateway processes', () => {
   const bases: string[] = [];
   const grpcAddresses: string[] = [];
   let adminKey = '';
+  /** The editor keys the second case issues. */
+  const editorKeys: string[] = [];
 
   beforeAll(async () => {
     const agentPort = await freePort();
@@ -149,5 +151,30 @@ describe('rate limits per key across two gateway processes', () => {
     expect((refused?.body as { detail: string }).detail).toMatch(/for this tenant/);
     expect(admitted).toBeGreaterThanOrEqual(TENANT_LIMIT - 3);
     expect(admitted).toBeLessThanOrEqual(TENANT_LIMIT - 2);
+    editorKeys.push(...editors);
+  });
+
+  it('a streamed send over the limit is 429 before any frame: the agent never sees it (the route awaits the limit before submitting)', async () => {
+    expect(editorKeys, 'the second case issues the editor keys').toHaveLength(2);
+    // No such conversation: a send the agent sees is 404; only one refused before it is 429.
+    const conversationId = '0192f1c2-0000-7000-8000-00000000abcd';
+    const answers: Answer[] = [];
+    for (let i = 0; i <= TENANT_LIMIT && answers.at(-1)?.status !== 429; i++) {
+      const response = await gatewayRequest(
+        bases[i % 2]!,
+        'POST',
+        `/v1/conversations/${conversationId}/messages`,
+        editorKeys[0],
+        { content: 'hello' },
+        { accept: 'text/event-stream' },
+      );
+      answers.push(await answerOf(response));
+    }
+    const refused = answers.at(-1)!;
+    expect(answers.slice(0, -1).map((a) => a.status)).toEqual(answers.slice(0, -1).map(() => 404));
+    expect(refused.status, refused.text).toBe(429);
+    expect(refused.contentType).toMatch(/^application\/problem\+json/);
+    expect(refused.body).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 });

@@ -29,7 +29,8 @@ import {
   idempotencyKeyOf,
 } from '../idempotency/idempotency-key.js';
 import { ForwardsIdempotencyKey, OwnIdempotency } from '../idempotency/idempotency.interceptor.js';
-import type { SubmittedOnce } from '../feed/turn-feed.service.js';
+import { admissionOf, AwaitsRateLimit } from '../rate-limit/rate-limit.guard.js';
+import type { PreparedTurnFeed, SubmittedOnce } from '../feed/turn-feed.service.js';
 import { TurnFeedService } from '../feed/turn-feed.service.js';
 import {
   parseCreateConversation,
@@ -59,6 +60,15 @@ interface StreamReply {
 /** Whether the client asked for the turn feed (`Accept: text/event-stream`; API.md's "turn stream"). */
 const acceptsEventStream = (accept: string | string[] | undefined): boolean =>
   [accept ?? []].flat().some((value) => value.toLowerCase().includes('text/event-stream'));
+
+/** A send admitted and submitted: its turn, and what streaming it needs. */
+interface AcceptedSend {
+  turn: SubmittedOnce;
+  tenantId: string;
+  /** The client's Last-Event-ID (a replayed turn streams from after it). */
+  resume: number;
+  prepared: PreparedTurnFeed | undefined;
+}
 
 /**
  * The conversation routes of API.md (editor writes, viewer reads), each one call of the agent
@@ -138,6 +148,7 @@ export class ConversationsController {
   @Post(':id/messages')
   @Roles('editor')
   @OwnIdempotency()
+  @AwaitsRateLimit()
   async send(
     @Param('id') conversationId: string,
     @Body() body: unknown,
@@ -145,42 +156,59 @@ export class ConversationsController {
     @Req() request: StreamRequest,
     @Res() reply: StreamReply,
   ): Promise<void> {
-    const fields = parseSendMessage(body);
-    const userRole = parseUserRole(request.raw.headers[USER_ROLE_HEADER]);
     const streamed = acceptsEventStream(request.raw.headers.accept);
-    // A retried stream may resume: Last-Event-ID, as on the events feed (a malformed one: 400).
-    const lastEventId = request.raw.headers['last-event-id'];
-    const resume = streamed ? resumeAfter([lastEventId ?? []].flat()[0], undefined) : 0;
-    const idempotencyKey = idempotencyKeyOf(request.raw.headers[IDEMPOTENCY_KEY_HEADER]);
-    const context = callContextOf(caller, request.id);
-    // A stream's input is opened first: its turn's events then come from the bus, not a read.
     const closed = new AbortController();
-    const prepared = streamed
-      ? await this.turns.prepare(context.tenantId, conversationId, closed.signal)
-      : undefined;
-    let turn: SubmittedOnce;
+    // A stream's input is opened first: its turn's events then come from the bus, not a read. It
+    // is opened while the rate limit answers (a watch changes nothing; `closed` ends it when the
+    // request goes no further), and the message goes to the agent only once the request is admitted.
+    const preparing =
+      streamed && caller.kind === 'tenant'
+        ? this.turns.prepare(caller.tenantId, conversationId, closed.signal)
+        : undefined;
+    let accepted: AcceptedSend;
     try {
-      turn = await this.turns.submitOnce(context, {
-        conversationId,
-        ...fields,
-        userRole,
-        ...(idempotencyKey ? { idempotencyKey } : {}),
-      });
+      await admissionOf(request);
+      accepted = await this.submitAdmitted(request, { conversationId, body, caller, streamed, preparing });
     } catch (error) {
       closed.abort();
       throw error;
     }
+    const { turn, tenantId, resume, prepared } = accepted;
     if (turn.replayed) reply.header(IDEMPOTENT_REPLAY_HEADER, 'true');
     if (!streamed) {
       reply.code(202).send({ turnId: turn.turnId });
       return;
     }
-    this.stream(
-      request,
-      reply,
-      { tenantId: context.tenantId, conversationId, turn, resume, prepared },
-      closed,
-    );
+    this.stream(request, reply, { tenantId, conversationId, turn, resume, prepared }, closed);
+  }
+
+  /** Checks an admitted send's request and submits its message once (per Idempotency-Key). */
+  private async submitAdmitted(
+    request: StreamRequest,
+    send: {
+      conversationId: string;
+      body: unknown;
+      caller: Principal;
+      streamed: boolean;
+      preparing: Promise<PreparedTurnFeed | undefined> | undefined;
+    },
+  ): Promise<AcceptedSend> {
+    const { conversationId, body, caller, streamed, preparing } = send;
+    const fields = parseSendMessage(body);
+    const userRole = parseUserRole(request.raw.headers[USER_ROLE_HEADER]);
+    // A retried stream may resume: Last-Event-ID, as on the events feed (a malformed one: 400).
+    const lastEventId = request.raw.headers['last-event-id'];
+    const resume = streamed ? resumeAfter([lastEventId ?? []].flat()[0], undefined) : 0;
+    const idempotencyKey = idempotencyKeyOf(request.raw.headers[IDEMPOTENCY_KEY_HEADER]);
+    const context = callContextOf(caller, request.id);
+    const prepared = await preparing;
+    const turn = await this.turns.submitOnce(context, {
+      conversationId,
+      ...fields,
+      userRole,
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+    });
+    return { turn, tenantId: context.tenantId, resume, prepared };
   }
 
   /** Streams a submitted turn's frames as SSE (from after `resume` when the turn is a replay). */
@@ -192,7 +220,7 @@ export class ConversationsController {
       conversationId: string;
       turn: SubmittedOnce;
       resume: number;
-      prepared: Awaited<ReturnType<TurnFeedService['prepare']>> | undefined;
+      prepared: PreparedTurnFeed | undefined;
     },
     closed: AbortController,
   ): void {

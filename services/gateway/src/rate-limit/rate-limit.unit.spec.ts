@@ -2,21 +2,27 @@ import type { RateLimiter } from '@keel/core';
 import { InMemoryRateLimiter } from '@keel/core';
 import { createLogger } from '@keel/runtime';
 import type { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../auth/principal.js';
 import { problemOf } from '../http/problem.js';
 import { rateLimitPolicyFromEnv, tenantRateLimitPolicyFromEnv } from './rate-limit-policy.js';
-import { RateLimitGuard } from './rate-limit.guard.js';
+import { admissionOf, AwaitsRateLimit, RateLimitGuard } from './rate-limit.guard.js';
 import { RateLimitedError, RateLimitService } from './rate-limit.service.js';
 
 const silent = createLogger('gateway', { level: 'silent' });
 const editor: Principal = { kind: 'tenant', tenantId: 't1', keyId: 'key-1', role: 'editor', userId: 'key-1' };
 
-const httpContext = (principal: Principal | undefined, headers: Record<string, string>): ExecutionContext =>
+const httpContext = (
+  principal: Principal | undefined,
+  headers: Record<string, string>,
+  route: { handler?: () => void; request?: object } = {},
+): ExecutionContext =>
   ({
     getType: () => 'http',
+    getHandler: () => route.handler ?? (() => undefined),
     switchToHttp: () => ({
-      getRequest: () => ({ principal }),
+      getRequest: () => Object.assign(route.request ?? {}, { principal }),
       getResponse: () => ({ header: (name: string, value: string) => (headers[name] = value) }),
     }),
   }) as unknown as ExecutionContext;
@@ -36,6 +42,7 @@ describe('rate limits at the HTTP edge', () => {
         { perKey: new InMemoryRateLimiter({ limit: 2, windowMs: 60_000 }, () => now) },
         silent,
       ),
+      new Reflector(),
     );
     const headers: Record<string, string> = {};
     expect(await guard.canActivate(httpContext(editor, headers))).toBe(true);
@@ -48,6 +55,33 @@ describe('rate limits at the HTTP edge', () => {
     expect(problemOf(refused).problem).toMatchObject({ status: 429, code: 'rate_limited' });
     // The probes carry no principal: never counted.
     expect(await guard.canActivate(httpContext(undefined, {}))).toBe(true);
+  });
+
+  it('on a route that awaits its answer, admits at once and refuses through admissionOf, before the route acts', async () => {
+    class Routes {
+      @AwaitsRateLimit()
+      send(): void {}
+    }
+    const guard = new RateLimitGuard(
+      new RateLimitService(
+        { perKey: new InMemoryRateLimiter({ limit: 1, windowMs: 60_000 }, () => 90_000) },
+        silent,
+      ),
+      new Reflector(),
+    );
+    const route = (request: object) => ({ handler: Routes.prototype.send, request });
+    const [first, second] = [{}, {}];
+    const headers: Record<string, string> = {};
+    expect(await guard.canActivate(httpContext(editor, headers, route(first)))).toBe(true);
+    await admissionOf(first);
+    expect(headers).toMatchObject({ 'ratelimit-limit': '1', 'ratelimit-remaining': '0' });
+    // Over the limit: the guard lets the route run, and the route's await is the 429.
+    expect(await guard.canActivate(httpContext(editor, headers, route(second)))).toBe(true);
+    const refused = await admissionOf(second).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RateLimitedError);
+    expect(headers['retry-after']).toBe('30');
+    // A request the guard never counted has nothing to wait for.
+    await expect(admissionOf({})).resolves.toBeUndefined();
   });
 
   it('lets the request through when the counters cannot be reached', async () => {
