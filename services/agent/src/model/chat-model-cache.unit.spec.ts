@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PromptTool } from '../prompt/prompt.js';
 import { ChatModelCache } from './chat-model-cache.js';
 import type { ChatModelSettings } from './chat-models.js';
+import { toFunctionTools } from './langchain-messages.js';
 import { createModelStep } from './langchain-model-step.js';
 import type { ModelStepInput } from './model-step.js';
 
@@ -64,6 +65,25 @@ describe('ChatModelCache', () => {
     const keys = [...(cache as unknown as { models: Map<string, unknown> }).models.keys()];
     expect(keys).toHaveLength(2);
     for (const key of keys) expect(key).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('binds a model to a tool list once, and to each other list apart; the binding keeps its own copy', () => {
+    const cache = new ChatModelCache();
+    const tools = () => toFunctionTools([weather]);
+    const first = cache.boundFor('openai', 'gpt-4o-mini', settings(), tools());
+    expect(first.chat).toBe(cache.modelFor('openai', 'gpt-4o-mini', settings()).chat);
+    expect(cache.boundFor('openai', 'gpt-4o-mini', settings(), tools()).bound).toBe(first.bound);
+    const renamed = tools();
+    renamed[0]!.function.name = 'get_forecast';
+    const other = cache.boundFor('openai', 'gpt-4o-mini', settings(), renamed);
+    expect(other.bound).not.toBe(first.bound);
+    expect(cache.boundFor('openai', 'gpt-4o', settings(), tools()).bound).not.toBe(first.bound);
+    // What the caller does with its objects afterwards changes no binding.
+    renamed[0]!.function.name = 'changed_later';
+    const boundTools = (
+      other.bound as unknown as { defaultOptions: { tools: Array<{ function: { name: string } }> } }
+    ).defaultOptions.tools;
+    expect(boundTools.map((t) => t.function.name)).toEqual(['get_forecast']);
   });
 
   it('forgets the least recently used model past its capacity', () => {

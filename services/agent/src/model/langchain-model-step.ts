@@ -5,6 +5,7 @@ import type { Runnable } from '@langchain/core/runnables';
 import type { EgressPolicy } from '@keel/runtime';
 import { createEgressFetch, egressDeniedIn, egressPolicyFromEnv } from '@keel/runtime';
 import { ChatModelCache } from './chat-model-cache.js';
+import type { ChatModelSettings } from './chat-models.js';
 import { parseModelId } from './chat-models.js';
 import { textOf, toFunctionTools, toLangChainMessages } from './langchain-messages.js';
 import { withFallbacks } from './fallback-model-step.js';
@@ -41,7 +42,7 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
     const { signal } = input;
     if (signal.aborted) throw abortError(signal);
     const { provider, model } = parseModelId(input.model);
-    const { chat, apiKey } = models.modelFor(provider, model, {
+    const settings: ChatModelSettings = {
       credentials: input.credentials,
       temperature: input.temperature,
       maxRetries: input.retry === false ? 0 : maxRetries,
@@ -49,12 +50,12 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
       demoWordDelayMs,
       egressFetch,
       ...(input.providerOptions ? { providerOptions: input.providerOptions } : {}),
-    });
-    let runnable: Runnable<BaseLanguageModelInput, AIMessageChunk> = chat;
-    if (input.tools.length > 0) {
-      if (!chat.bindTools) throw new Error(`the ${provider} chat model cannot bind tools`);
-      runnable = chat.bindTools(toFunctionTools(input.tools));
-    }
+    };
+    const { chat, bound, apiKey } =
+      input.tools.length > 0
+        ? models.boundFor(provider, model, settings, toFunctionTools(input.tools))
+        : { ...models.modelFor(provider, model, settings), bound: undefined };
+    const runnable: Runnable<BaseLanguageModelInput, AIMessageChunk> = bound ?? chat;
     try {
       const stream = await raceAbort(
         runnable.stream(
