@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from 'node:crypto';
 
 /**
  * Where an event's sealed content sits in its `data`, beside the fields kept in clear. The name
@@ -79,10 +80,24 @@ export const clearPartOf = (data: unknown): Record<string, unknown> => {
   return clear;
 };
 
+/** The KeyObjects made of key buffers (see `secretKeyOf`), each living as long as its buffer. */
+const secretKeys = new WeakMap<Buffer, KeyObject>();
+
+/**
+ * `key` as a KeyObject, made once per buffer (a key buffer is never written to after it is made):
+ * a cipher given a Buffer first tries it as a KeyObject and a CryptoKey, which costs Node 24 about
+ * 40 us per cipher, four times the AES-GCM of a small event; given the KeyObject, nothing.
+ */
+export const secretKeyOf = (key: Buffer): KeyObject => {
+  let secret = secretKeys.get(key);
+  if (secret === undefined) secretKeys.set(key, (secret = createSecretKey(key)));
+  return secret;
+};
+
 /** AES-256-GCM of `plaintext` under `key`, bound to `context` (additional data). */
 export const sealText = (key: Buffer, plaintext: string, context: string): SealedContent => {
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const cipher = createCipheriv('aes-256-gcm', secretKeyOf(key), iv);
   cipher.setAAD(Buffer.from(context, 'utf8'));
   const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return {
@@ -95,7 +110,7 @@ export const sealText = (key: Buffer, plaintext: string, context: string): Seale
 
 /** The plaintext of `sealed`; throws when the key or the context is not the one it was sealed with. */
 export const openText = (key: Buffer, sealed: Extract<SealedContent, { v: 1 }>, context: string): string => {
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(sealed.iv, 'base64'));
+  const decipher = createDecipheriv('aes-256-gcm', secretKeyOf(key), Buffer.from(sealed.iv, 'base64'));
   decipher.setAAD(Buffer.from(context, 'utf8'));
   decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
   return Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString(
