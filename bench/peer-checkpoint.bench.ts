@@ -19,7 +19,7 @@ import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { MongoDBSaver } from '@langchain/langgraph-checkpoint-mongodb';
 import { BSON, MongoClient } from 'mongodb';
 import type * as PeerDriver from 'mongodb';
-import { InMemoryEventBus, uuidv7 } from '@keel/core';
+import { InMemoryEventBus, WatchedStreams, uuidv7 } from '@keel/core';
 import { MongoEventStore } from '@keel/core/mongodb';
 import type { AgentDefinition } from '@keel/events';
 import type { CallContext } from '../services/agent/src/call-context.js';
@@ -113,8 +113,12 @@ interface Turn {
 async function keelContender(client: MongoClient, meter: WriteMeter, dbName: string, steps: number) {
   const store = new MongoEventStore(client.db(dbName));
   await store.init();
-  const config = new TenantConfigService(store);
-  const conversations = new ConversationService(store, new InMemoryEventBus(), config);
+  const bus = new InMemoryEventBus();
+  // The tenant's configuration (the agent and its tool) as the agent process reads it: remembered
+  // while the bus's watch vouches for it (reads again after its 5 s, or a change heard), not read
+  // per command. Nothing here changes it during the turns.
+  const config = new TenantConfigService(store, undefined, new WatchedStreams(bus));
+  const conversations = new ConversationService(store, bus, config);
   const agent: AgentDefinition = {
     agentId: AGENT_ID,
     model: 'openai:gpt-4o-mini',
@@ -354,7 +358,8 @@ export const peerCheckpointBench: Bench = {
         `The same scripted turn (a user question, then N steps: N-1 model outputs with one lookup_order call and its ` +
           `~600-byte JSON result, then the final answer; same texts and sizes as step-persistence) persisted three ` +
           `ways on the same server: keel = ConversationService on the MongoEventStore (create, send, RecordModelOutput ` +
-          `and recordToolResult per step; no relay, no LLM); LangGraph ${LG.replace('langgraph ', '')} = ` +
+          `and recordToolResult per step; no relay, no LLM; the tenant's configuration remembered while the bus's ` +
+          `watch vouches for it, as in the agent process); LangGraph ${LG.replace('langgraph ', '')} = ` +
           `createReactAgent (LangGraph 1.7.3) with a scripted chat model, the lookup tool and MongoDBSaver ` +
           `(@langchain/langgraph-checkpoint-mongodb 1.4.1); LangGraph delta = the same with ` +
           `stateSchema messages: MessagesDeltaValue.`,
