@@ -2,7 +2,16 @@ import type { Collection, Db } from 'mongodb';
 import type { CheckpointStore, LeaseStore } from '../outbox/index.js';
 import { isDuplicateKey } from './mongo-errors.js';
 
-/** Checkpoints of catch-up readers on MongoDB; `$max` keeps them from moving backwards. */
+/**
+ * Checkpoints of catch-up readers on MongoDB; `$max` keeps them from moving backwards.
+ *
+ * Not a compare-and-set on FerretDB 1.24, which applies the update as read, then write with no
+ * check: of two saves of one name at once the lower can land last, and two first saves at once
+ * answer one of them with a duplicate key. Harmless for the callers there are: a reader behind
+ * its true position reads a page again (the relay republishes it, deduplicated by `Nats-Msg-Id`
+ * and the consumers' inboxes; the audit projection skips what its rollups hold), only one relay
+ * or projection saves at a time, and a key's last use (gateway) is off by the two requests' gap.
+ */
 export class MongoCheckpointStore implements CheckpointStore {
   private readonly checkpoints: Collection<{ _id: string; position: number }>;
 

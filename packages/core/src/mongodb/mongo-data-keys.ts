@@ -19,7 +19,9 @@ interface DataKeyDocument {
  * Data keys on MongoDB or FerretDB 1.24. Making a key is an insert the `_id` index lets succeed
  * once (a duplicate means another process made it: that one is read back and used); destroying
  * replaces the document by its tombstone (an upsert of the whole document, no condition), so a
- * key made concurrently with its destruction is either replaced or finds the tombstone.
+ * key made concurrently with its destruction is either replaced or finds the tombstone. On
+ * FerretDB a destroy racing the key's first insert can fail with a duplicate key (its upsert is
+ * an insert there): the erasure is retried (the relay's next round), and finds the key to replace.
  */
 export class MongoDataKeyStore implements DataKeyStore {
   readonly #keys: Collection<DataKeyDocument>;

@@ -72,6 +72,11 @@ export class MongoDeadLetterStore implements DeadLetterStore {
     return document === null ? undefined : toDeadLetter(document);
   }
 
+  /**
+   * Unconditional but for existence. The only write it can race is `record` of the same id (a
+   * second replay of the letter that died too): whichever lands, one replay handled the event, and
+   * a letter shown dead again, replayed, is a duplicate its (idempotent) consumer handles once.
+   */
   async markReplayed(id: string, at: string): Promise<void> {
     await this.init();
     const result = await this.#collection.updateOne({ _id: id }, { $set: { replayedAt: at } });

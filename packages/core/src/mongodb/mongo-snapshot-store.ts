@@ -20,7 +20,12 @@ export interface BoundaryHooks {
   boundaryLoaded(tenantId: string, streamName: string, version: number): void;
 }
 
-/** Snapshots on MongoDB: a cache beside the log, safe to delete at any time. */
+/**
+ * Snapshots on MongoDB: a cache beside the log, safe to delete at any time. A save replaces the
+ * stream's snapshot unconditionally: of two saves at once the older version may stay (a load
+ * then folds more events from the log, the same state), and two first saves at once answer one
+ * with a duplicate key, which every caller ignores (a snapshot not written costs only time).
+ */
 export class MongoSnapshotStore implements SnapshotStore {
   constructor(
     private readonly snapshots: Collection<SnapshotDocument>,
