@@ -148,6 +148,34 @@ export const describeConversationIndexContract = (
       expect((await index.list(t, {}, { status: 'idle' })).conversations).toEqual([]);
     });
 
+    it('concurrent updates of many conversations leave each at its latest version', async () => {
+      const index = await setup();
+      const t = tenant();
+      const entries = Array.from({ length: 20 }, (_, n) => ({ ...entry(t, n), status: 'idle' }));
+      for (const e of entries) await index.record(e);
+      // Two instances writing one conversation's entry at once, one a version ahead.
+      await Promise.all(
+        entries.flatMap((e) => [6, 5, 7, 4].map((v) => index.update({ ...e, title: `v${v}`, version: v }))),
+      );
+      const { conversations } = await index.list(t, { limit: 100 });
+      expect(conversations.filter((c) => c.version !== 7).map((c) => c.title)).toEqual([]);
+    });
+
+    it('a conversation removed while updates of it run stays removed', async () => {
+      const index = await setup();
+      const t = tenant();
+      const entries = Array.from({ length: 20 }, (_, n) => ({ ...entry(t, n), status: 'idle' }));
+      for (const e of entries) await index.record(e);
+      await Promise.all(
+        entries.flatMap((e) => [
+          index.update({ ...e, status: 'running', version: 3 }),
+          index.remove(t, e.conversationId),
+          index.update({ ...e, status: 'idle', version: 4 }),
+        ]),
+      );
+      expect((await index.list(t, { limit: 100 })).conversations.map((c) => c.title ?? c.status)).toEqual([]);
+    });
+
     it('defaults to 20 a page; refuses a limit outside 1–100 and a cursor it did not make, by name', async () => {
       const index = await setup();
       const t = tenant();

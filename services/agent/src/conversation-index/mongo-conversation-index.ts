@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isDuplicateKey } from '@keel/core/mongodb';
 import type { Collection, Db, Filter } from 'mongodb';
 import type {
@@ -68,18 +69,48 @@ const queryOf = (filter: ConversationFilter): Filter<ConversationIndexDocument> 
   }) as Filter<ConversationIndexDocument>;
 
 /**
+ * "The entry at this version is being replaced by `next`": its `_id` is `<entry _id>@<version>`
+ * (`@-` for an entry as created, without one), so exactly one writer moves an entry on from each
+ * version. Deleted once the entry is written; `at` tells a taker that died before writing it.
+ */
+interface MoveDocument {
+  _id: string;
+  next: ConversationIndexDocument | RemovedDocument;
+  at: number;
+}
+
+/** How old a move must be before another writer finishes it (its writer died between its two writes). */
+const STALE_MOVE_MS = 5_000;
+/** How long a writer waits for another's move of the same entry before reading it again. */
+const MOVE_WAIT_MS = 10;
+
+/**
  * The conversation index on MongoDB or FerretDB 1.24. Recording is a plain insert that the `_id`
  * index lets succeed once (a duplicate key means it is recorded already): FerretDB 1.24 does not
  * apply conditional updates atomically, so no upsert is used. Listing is a range of `_id`s within
  * the tenant's prefix, descending, so MongoDB serves it from the `_id` index.
+ *
+ * Invariant: an entry only moves to a later version, and a removed entry stays removed. FerretDB
+ * 1.24 applies `replaceOne({ _id, version: { $lt: v } }, …)` as read, then write by `_id` with no
+ * check between, so of two writers of one entry at once the older version could land last, and an
+ * update beside a removal could write the deleted conversation back (four concurrent updates of
+ * each of 20 entries left 8 below their latest version, and 10 of 20 removed entries came back,
+ * on FerretDB/SQLite; on FerretDB/PostgreSQL the same, when such a burst did not stall it).
+ * So an entry is replaced only by the writer whose insert of its move
+ * (`<prefix>conversation_index_moves`, keyed by the entry and the version it leaves) won; the
+ * others wait for that write and read the entry again. A move older than STALE_MOVE_MS whose
+ * entry has not moved is finished by whoever finds it (the same replacement; its writer died):
+ * the one window left on FerretDB is two writers finishing one dead writer's move, one of whose
+ * replace commands spans the other's write and the next move after it.
  */
 export class MongoConversationIndex implements ConversationIndex {
   readonly #entries: Collection<ConversationIndexDocument | RemovedDocument>;
+  readonly #moves: Collection<MoveDocument>;
 
   constructor(db: Db, options: { collectionPrefix?: string } = {}) {
-    this.#entries = db.collection<ConversationIndexDocument | RemovedDocument>(
-      `${options.collectionPrefix ?? ''}conversation_index`,
-    );
+    const prefix = options.collectionPrefix ?? '';
+    this.#entries = db.collection<ConversationIndexDocument | RemovedDocument>(`${prefix}conversation_index`);
+    this.#moves = db.collection<MoveDocument>(`${prefix}conversation_index_moves`);
   }
 
   async record(entry: IndexedConversation): Promise<void> {
@@ -92,45 +123,70 @@ export class MongoConversationIndex implements ConversationIndex {
 
   /** Leaves the removed key in place of the entry (see RemovedDocument): replaced, or inserted when absent. */
   async remove(tenantId: string, conversationId: string): Promise<void> {
-    const _id = indexKey(tenantId, conversationId);
-    const removed: RemovedDocument = {
-      _id,
+    await this.#write({
+      _id: indexKey(tenantId, conversationId),
       tenantId,
       conversationId,
       removed: true,
       version: Number.MAX_SAFE_INTEGER,
-    };
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if ((await this.#entries.replaceOne({ _id }, removed)).matchedCount > 0) return;
-      try {
-        await this.#entries.insertOne(removed);
-        return;
-      } catch (error) {
-        // Recorded meanwhile: replace that entry.
-        if (!isDuplicateKey(error)) throw error;
-      }
+    });
+  }
+
+  /**
+   * Replaces an older entry, or inserts the entry when there is none; an entry at this version or
+   * a later one (a redelivery, another instance's faster write, a removal) stays as it is.
+   */
+  async update(entry: IndexedConversation & { version: number }): Promise<void> {
+    await this.#write(documentOf(entry));
+  }
+
+  /** Writes `next` unless the entry is at its version or later: inserted when absent, else moved. */
+  async #write(next: ConversationIndexDocument | RemovedDocument): Promise<void> {
+    const giveUpAt = Date.now() + 2 * STALE_MOVE_MS;
+    for (;;) {
+      const current = await this.#entries.findOne({ _id: next._id });
+      if (current && current.version !== undefined && current.version >= next.version!) return;
+      if (current ? await this.#move(current, next) : await this.#insertAbsent(next)) return;
+      if (Date.now() > giveUpAt) throw new Error(`the index entry ${next._id} could not be written`);
+    }
+  }
+
+  /** Inserts `next` where no entry was found; false when one was inserted meanwhile. */
+  async #insertAbsent(next: ConversationIndexDocument | RemovedDocument): Promise<boolean> {
+    try {
+      await this.#entries.insertOne(next);
+      return true;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      return false;
     }
   }
 
   /**
-   * Replaces an older entry, or inserts the entry when there is none: the filter on `version`
-   * makes a late update (a redelivery, another instance's slower write) change nothing. One round
-   * trip when the entry exists (the common case: created with its conversation); when the
-   * replace matches nothing, the insert tells an absent entry (inserted) from a newer one (a
-   * duplicate key: nothing to do).
+   * Moves the entry from `current` to `next` if this writer wins that move; false when another
+   * writer holds it (waited for, or finished here once stale) or the entry changed: read again.
    */
-  async update(entry: IndexedConversation & { version: number }): Promise<void> {
-    const document = documentOf(entry);
-    const replaced = await this.#entries.replaceOne(
-      { _id: document._id, $or: [{ version: { $lt: entry.version } }, { version: { $exists: false } }] },
-      document,
-    );
-    if (replaced.matchedCount > 0) return;
+  async #move(
+    current: ConversationIndexDocument | RemovedDocument,
+    next: ConversationIndexDocument | RemovedDocument,
+  ): Promise<boolean> {
+    const _id = `${current._id}@${current.version ?? '-'}`;
+    const at = current.version === undefined ? { $exists: false } : current.version;
     try {
-      await this.#entries.insertOne(document);
+      await this.#moves.insertOne({ _id, next, at: Date.now() });
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
+      const held = await this.#moves.findOne({ _id });
+      if (!held) return false;
+      if (Date.now() - held.at < STALE_MOVE_MS) return sleep(MOVE_WAIT_MS).then(() => false);
+      await this.#entries.replaceOne({ _id: current._id, version: at }, held.next);
+      await this.#moves.deleteOne({ _id });
+      return false;
     }
+    const moved = await this.#entries.replaceOne({ _id: current._id, version: at }, next);
+    // Once the entry has left `current`, a late insert of this move matches no entry: safe to drop.
+    await this.#moves.deleteOne({ _id });
+    return moved.matchedCount > 0;
   }
 
   async list(
