@@ -15,6 +15,17 @@ const entry = (tenantId: string, n: number, title?: string): IndexedConversation
   createdAt: new Date(Date.UTC(2030, 0, 1, 0, 0, n)).toISOString(),
 });
 
+/** `n` idle conversations of tenant `t`, recorded. */
+const recordedIdle = async (
+  index: ConversationIndex,
+  t: string,
+  n: number,
+): Promise<IndexedConversation[]> => {
+  const entries = Array.from({ length: n }, (_, i) => ({ ...entry(t, i), status: 'idle' }));
+  for (const e of entries) await index.record(e);
+  return entries;
+};
+
 /** The conversation-index contract: every adapter must pass all of it. */
 export const describeConversationIndexContract = (
   name: string,
@@ -151,9 +162,8 @@ export const describeConversationIndexContract = (
     it('concurrent updates of many conversations leave each at its latest version', async () => {
       const index = await setup();
       const t = tenant();
-      const entries = Array.from({ length: 20 }, (_, n) => ({ ...entry(t, n), status: 'idle' }));
-      for (const e of entries) await index.record(e);
-      // Two instances writing one conversation's entry at once, one a version ahead.
+      const entries = await recordedIdle(index, t, 20);
+      // Writers of one entry at once (instances, or deliveries the projection runs concurrently).
       await Promise.all(
         entries.flatMap((e) => [6, 5, 7, 4].map((v) => index.update({ ...e, title: `v${v}`, version: v }))),
       );
@@ -164,8 +174,7 @@ export const describeConversationIndexContract = (
     it('a conversation removed while updates of it run stays removed', async () => {
       const index = await setup();
       const t = tenant();
-      const entries = Array.from({ length: 20 }, (_, n) => ({ ...entry(t, n), status: 'idle' }));
-      for (const e of entries) await index.record(e);
+      const entries = await recordedIdle(index, t, 20);
       await Promise.all(
         entries.flatMap((e) => [
           index.update({ ...e, status: 'running', version: 3 }),
