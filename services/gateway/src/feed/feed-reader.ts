@@ -207,7 +207,7 @@ const logMayHaveMore = (deltas: FeedInput, appended: boolean, pollDue: boolean):
  * that follow only versions yielded. Lazy and synchronous, like a read pass.
  */
 function* livePassFrames(deltas: FeedInput, cursor: FeedCursor): Generator<FeedFrame, void, undefined> {
-  yield* durableFrames(deltas.takeWatched(), cursor);
+  yield* durableFrames(deltas.takeWatched(), deltas, cursor);
   yield* deltaFrames(deltas.takeFollowing(cursor.lastVersion), cursor);
 }
 
@@ -220,7 +220,7 @@ function* readPassFrames(
   deltas: FeedInput,
   cursor: FeedCursor,
 ): Generator<FeedFrame, void, undefined> {
-  yield* durableFrames(events, cursor);
+  yield* durableFrames(events, deltas, cursor);
   yield* deltaFrames(deltas.queued.splice(0), cursor);
 }
 
@@ -241,9 +241,16 @@ function* deltaFrames(
   }
 }
 
-/** The frames of events read after the cursor's version, the cursor moved past each event as it is taken. */
+/**
+ * The frames of events read or watched after the cursor's version, the cursor moved past each
+ * event as it is taken; after each, the queued deltas that follow its version. They were streamed
+ * before the next event was committed: a model call's deltas go out between turn.started and its
+ * message.completed even when the reader takes the whole turn at once (it began after the turn
+ * ran, or read the log), not after the turn's end, where a turn feed no longer writes them.
+ */
 function* durableFrames(
   events: Iterable<RecordedEvent>,
+  deltas: FeedInput,
   cursor: FeedCursor,
 ): Generator<FeedFrame, void, undefined> {
   for (const event of events) {
@@ -252,6 +259,7 @@ function* durableFrames(
     cursor.lastVersion = event.version;
     const frame = durableFrame(event);
     if (frame) yield frame;
+    yield* deltaFrames(deltas.takeFollowing(cursor.lastVersion), cursor);
   }
 }
 

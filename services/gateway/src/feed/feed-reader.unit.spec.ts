@@ -327,6 +327,51 @@ describe('readFeed with an input opened ahead (a turn feed, before its message i
     await bus.close();
   });
 
+  it("puts deltas right after the event they follow when the turn's events come at once (from the watch, or a read)", async () => {
+    const message = { type: 'AssistantMessageCompleted', data: { turnId: 'u1', text: 't1t2', at } };
+    const whole = [started, message, completed];
+    const expected = [
+      ['2', 'turn.started'],
+      ['2.1', 'message.delta'],
+      ['2.2', 'message.delta'],
+      ['3', 'message.completed'],
+      ['4', 'turn.completed'],
+    ];
+    // The turn ran before the reader began: its events wait on the watch, its deltas in the queue.
+    const store = new OtherProcessStore();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    await store.append(tenantId, target.streamName, [{ type: 'ConversationCreated', data: { at } }]);
+    const { sources, input } = await openAhead(store, bus, stop.signal);
+    const committed = (await store.append(tenantId, target.streamName, [started])).events;
+    await bus.publish(committed);
+    sources.ephemeral.publish(topic, delta(1, 2));
+    sources.ephemeral.publish(topic, delta(2, 2));
+    await bus.publish((await store.append(tenantId, target.streamName, [message, completed])).events);
+    const frames = readFeed(sources, { ...target, after: 1 }, stop.signal, {
+      input,
+      committedAfterLive: true,
+    });
+    expect((await take(frames, 5)).map((f) => [f.id, f.event])).toEqual(expected);
+    expect(store.reads).toBe(0);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+    // No watch: the deltas arrive while the log is read, and the read holds the whole turn.
+    const log = new OtherProcessStore();
+    const ephemeral = new InMemoryEphemeralChannel();
+    await log.append(tenantId, target.streamName, [{ type: 'ConversationCreated', data: { at } }, ...whole]);
+    const reading = new AbortController();
+    const read = readFeed({ store: log, ephemeral, pollMs: 60_000 }, { ...target, after: 1 }, reading.signal);
+    const first = read.next();
+    ephemeral.publish(topic, delta(1, 2));
+    ephemeral.publish(topic, delta(2, 2));
+    const rest = await take(read, 4);
+    expect([(await first).value as FeedFrame, ...rest].map((f) => [f.id, f.event])).toEqual(expected);
+    reading.abort();
+    await read.return(undefined);
+  });
+
   it('reads the log after a short grace when nothing comes on the watch, and at once for a replayed turn', async () => {
     for (const committedAfterLive of [true, false]) {
       const store = new OtherProcessStore();
