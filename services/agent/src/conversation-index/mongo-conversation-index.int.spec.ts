@@ -44,3 +44,24 @@ describe('MongoDB conversation index: what it writes', () => {
     expect(docs[0]?._id).toBe(`acme|${entry.conversationId}`);
   });
 });
+
+describe('MongoDB conversation index: two processes writing one entry', () => {
+  it('a process whose last write of an entry is behind the other’s neither moves it back nor brings back a removed one', async () => {
+    const prefix = `${uniqueName('two')}_`;
+    const [a, b] = [0, 1].map(() => new MongoConversationIndex(client.db(), { collectionPrefix: prefix }));
+    const entry = {
+      tenantId: 'acme',
+      conversationId: uuidv7(),
+      agentId: 'support',
+      createdAt: new Date().toISOString(),
+    };
+    await a!.record(entry);
+    await a!.update({ ...entry, title: 'five', version: 5 });
+    await b!.update({ ...entry, title: 'seven', version: 7 });
+    await a!.update({ ...entry, title: 'six', version: 6 });
+    expect((await b!.list('acme')).conversations.map((c) => c.title)).toEqual(['seven']);
+    await a!.remove('acme', entry.conversationId);
+    await b!.update({ ...entry, title: 'eight', version: 8 });
+    expect((await a!.list('acme')).conversations).toEqual([]);
+  });
+});

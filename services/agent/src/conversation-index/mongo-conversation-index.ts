@@ -81,6 +81,8 @@ interface MoveDocument {
 
 /** How old a move must be before another writer finishes it (its writer died between its two writes). */
 const STALE_MOVE_MS = 5_000;
+/** Entries whose last version seen here is kept. */
+const KNOWN_ENTRIES = 10_000;
 /** How long a writer waits for another's move of the same entry before reading it again. */
 const MOVE_WAIT_MS = 10;
 
@@ -106,6 +108,8 @@ const MOVE_WAIT_MS = 10;
 export class MongoConversationIndex implements ConversationIndex {
   readonly #entries: Collection<ConversationIndexDocument | RemovedDocument>;
   readonly #moves: Collection<MoveDocument>;
+  /** The version of each entry this process wrote or read last (undefined: as created), oldest first. */
+  readonly #known = new Map<string, number | undefined>();
 
   constructor(db: Db, options: { collectionPrefix?: string } = {}) {
     const prefix = options.collectionPrefix ?? '';
@@ -114,8 +118,10 @@ export class MongoConversationIndex implements ConversationIndex {
   }
 
   async record(entry: IndexedConversation): Promise<void> {
+    const document = documentOf(entry);
     try {
-      await this.#entries.insertOne(documentOf(entry));
+      await this.#entries.insertOne(document);
+      this.#know(document._id, document.version);
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
     }
@@ -140,15 +146,32 @@ export class MongoConversationIndex implements ConversationIndex {
     await this.#write(documentOf(entry));
   }
 
-  /** Writes `next` unless the entry is at its version or later: inserted when absent, else moved. */
+  /**
+   * Writes `next` unless the entry is at its version or later: inserted when absent, else moved.
+   * The first try moves from the version this process last wrote or read, without a read: an entry
+   * only moves on, so that is exact or too old, and a move from too old a version matches nothing.
+   */
   async #write(next: ConversationIndexDocument | RemovedDocument): Promise<void> {
     const giveUpAt = Date.now() + 2 * STALE_MOVE_MS;
-    for (;;) {
-      const current = await this.#entries.findOne({ _id: next._id });
+    for (let known = this.#known.has(next._id); ; known = false) {
+      const current = known
+        ? { _id: next._id, version: this.#known.get(next._id) }
+        : await this.#entries.findOne({ _id: next._id });
+      this.#know(next._id, current && current.version);
       if (current && current.version !== undefined && current.version >= next.version!) return;
-      if (current ? await this.#move(current, next) : await this.#insertAbsent(next)) return;
+      if (current ? await this.#move(current, next) : await this.#insertAbsent(next)) {
+        return this.#know(next._id, next.version);
+      }
       if (Date.now() > giveUpAt) throw new Error(`the index entry ${next._id} could not be written`);
     }
+  }
+
+  /** Remembers an entry's version as written or read here (null: absent, forgotten). */
+  #know(id: string, version: number | undefined | null): void {
+    this.#known.delete(id);
+    if (version === null) return;
+    this.#known.set(id, version);
+    if (this.#known.size > KNOWN_ENTRIES) this.#known.delete(this.#known.keys().next().value!);
   }
 
   /** Inserts `next` where no entry was found; false when one was inserted meanwhile. */
@@ -167,7 +190,7 @@ export class MongoConversationIndex implements ConversationIndex {
    * writer holds it (waited for, or finished here once stale) or the entry changed: read again.
    */
   async #move(
-    current: ConversationIndexDocument | RemovedDocument,
+    current: { _id: string; version?: number | undefined },
     next: ConversationIndexDocument | RemovedDocument,
   ): Promise<boolean> {
     const _id = `${current._id}@${current.version ?? '-'}`;
