@@ -283,8 +283,8 @@ export class NatsEventBus implements EventBus {
 }
 
 /**
- * Writes what the connection has buffered to its socket now: `coalesceWrites` otherwise leaves it
- * to the next turn of the event loop. A connection of another shape is left as it is.
+ * Writes what the connection has buffered to its socket now: nats-core otherwise writes it once
+ * the current task's microtasks run. A connection of another shape is left as it is.
  */
 const writeNow = (nc: NatsConnection): void => {
   const protocol = (nc as unknown as { protocol?: { flushPending?: () => void } }).protocol;
