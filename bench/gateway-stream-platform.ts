@@ -135,12 +135,17 @@ export async function startBenchPlatform(
     KEEL_RATE_LIMIT_RPM: '10000000',
     KEEL_RATE_LIMIT_BUCKET: freshName('bench_rl'),
   };
-  const [agentPort, port, grpcPort, toolsPort] = [
+  const [agentPort, port, grpcPort, toolsPort, pricingPort, auditPort] = [
+    await freePort(),
+    await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
   ];
+  // Every model step is priced over gRPC: without a pricing service each one waits out its retries.
+  env.PRICING_GRPC_URL = `127.0.0.1:${pricingPort}`;
+  env.AUDIT_GRPC_URL = `127.0.0.1:${auditPort}`;
   const started: ServiceProcess[] = [];
   const stop = async () => {
     await Promise.all(started.map((service) => service.stop()));
@@ -161,6 +166,8 @@ export async function startBenchPlatform(
           process.env.BENCH_GATEWAY_CPU_PROFILE ? ['--inspect=127.0.0.1:0'] : [],
         ),
         startService('tools', 'services/tools/src/main.ts', { ...env, GRPC_PORT: String(toolsPort) }),
+        startService('pricing', 'services/pricing/src/main.ts', { ...env, GRPC_PORT: String(pricingPort) }),
+        startService('audit', 'services/audit/src/main.ts', { ...env, GRPC_PORT: String(auditPort) }),
         startService(
           'gateway',
           'services/gateway/src/main.ts',

@@ -1,5 +1,5 @@
 /**
- * The gateway's streaming path, on separate gateway, agent and tools processes over the run's
+ * The gateway's streaming path, on separate gateway, agent, tools, pricing and audit processes over the run's
  * NATS and MongoDB, the model being the test kit's fake OpenAI server streaming a fixed text with
  * a fixed pause between tokens.
  *
@@ -59,7 +59,7 @@ const LOAD_TOKEN_MS = 400;
 const LOAD_TEXT = textOf(LOAD_TOKENS);
 const LOAD_TIMEOUT_MS = 120_000;
 /**
- * Where the load runs: `services` (default) = gateway, agent and tools as separate processes on
+ * Where the load runs: `services` (default) = gateway, agent, tools, pricing and audit as separate processes on
  * the run's store, so the RSS is the gateway's own; `dev` = `npm start`'s one process with the store
  * in memory (what this row measured while FerretDB ran on SQLite, which stalls at that load).
  */
@@ -663,10 +663,10 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures, infra: BenchInfr
     name: 'gateway-stream',
     title: 'Gateway streaming: overhead vs reading the provider directly, and 500 concurrent streams',
     description: [
-      `Gateway, agent and tools as separate processes; the fake OpenAI server streams ${TOKENS} tokens of ${TOKEN_CHARS} characters, ${TOKEN_MS} ms apart; raw = the same fake read directly in this process, interleaved, ${ROUNDS} turns each after ${WARMUP} warm-up rounds.`,
+      `Gateway, agent, tools, pricing and audit as separate processes; the fake OpenAI server streams ${TOKENS} tokens of ${TOKEN_CHARS} characters, ${TOKEN_MS} ms apart; raw = the same fake read directly in this process, interleaved, ${ROUNDS} turns each after ${WARMUP} warm-up rounds.`,
       LOAD_ON === 'dev'
         ? `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart; \`npm start\`'s one process (gateway, agent, tools, audit, pricing) with the store in memory and the bus on NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the whole process's, an upper bound of the gateway's).`
-        : `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart), gateway, agent and tools as separate processes on the run's store (${infra.mongoBackend}) and NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the gateway process's own.`,
+        : `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart), gateway, agent, tools, pricing and audit as separate processes on the run's store (${infra.mongoBackend}) and NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the gateway process's own.`,
       process.env.BENCH_GATEWAY_BUDGET_USD
         ? `The tenant has a monthly budget of ${process.env.BENCH_GATEWAY_BUDGET_USD} USD (BENCH_GATEWAY_BUDGET_USD): every turn is admitted by a reservation on its month's budget stream.`
         : 'The tenant has no budget (admission reserves nothing; each ended turn is still settled on its month).',
