@@ -87,12 +87,7 @@ export class LocalSteps {
         if (!gate) return;
         if (!trigger) return gate.reject(new NotCommitted());
         this.deps.committed(trigger);
-        // Opened in the next turn of the event loop: what the committing caller does with the
-        // commit (the reply to its client) goes first, and a process that dies right after a
-        // commit, before answering, has asked the model nothing (its claim lapses; the step
-        // runs once, elsewhere).
-        const open = gate;
-        setImmediate(() => open.resolve(trigger));
+        gate.resolve(trigger);
       },
       refused: () => gate?.reject(new NotCommitted()),
     };
