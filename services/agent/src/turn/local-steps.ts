@@ -56,11 +56,7 @@ const keyOf = (tenantId: string, streamName: string, version: number): string =>
  * when the step is recorded, lapsed if this process died) and then finds nothing due.
  */
 export class LocalSteps {
-  /**
-   * The runs of each trigger (by stream and version): more than one when commands raced on one
-   * remembered state (a retried request): each prepared a run, one append took the version.
-   */
-  private readonly runs = new Map<string, Set<Promise<LocalOutcome>>>();
+  private readonly runs = new Map<string, Promise<LocalOutcome>>();
   private running = 0;
   private closed = false;
 
@@ -99,15 +95,15 @@ export class LocalSteps {
    */
   joined(trigger: RecordedEvent): Promise<LocalOutcome> | undefined {
     const key = keyOf(trigger.tenantId, trigger.streamName, trigger.version);
-    const runs = this.runs.get(key);
+    const run = this.runs.get(key);
     this.runs.delete(key);
-    return runs && outcomeOf([...runs]);
+    return run;
   }
 
   /** Starts no more local runs; resolves when those under way have ended. */
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.allSettled([...this.runs.values()].flatMap((runs) => [...runs]));
+    await Promise.allSettled([...this.runs.values()]);
   }
 
   /** Claims the step (before the commit can be published), and runs it. */
@@ -126,27 +122,16 @@ export class LocalSteps {
         throw error;
       },
     );
-    const runs = this.runs.get(key) ?? new Set();
-    this.runs.set(key, runs.add(done));
+    this.runs.set(key, done);
     void done
       .catch(() => undefined)
       .finally(() => {
         release();
         this.running--;
         const forget = setTimeout(() => {
-          runs.delete(done);
-          if (runs.size === 0 && this.runs.get(key) === runs) this.runs.delete(key);
+          if (this.runs.get(key) === done) this.runs.delete(key);
         }, FORGET_AFTER_MS);
         forget.unref();
       });
   }
 }
-
-/** What the runs of one trigger came to: it ran if one ran; else the failure of one, or not committed. */
-const outcomeOf = async (runs: Array<Promise<LocalOutcome>>): Promise<LocalOutcome> => {
-  const settled = await Promise.allSettled(runs);
-  if (settled.some((s) => s.status === 'fulfilled' && s.value === 'ran')) return 'ran';
-  const failed = settled.find((s) => s.status === 'rejected');
-  if (failed) throw failed.reason;
-  return 'not-committed';
-};

@@ -232,27 +232,6 @@ describe('local start of a step', () => {
     await sleep(50);
     expect(model.calls).toHaveLength(1);
   });
-
-  it('two commands racing to start one turn on a remembered state: one commit, one model call', async () => {
-    const p = await platform();
-    stop = p.stopAll;
-    p.relay.start();
-    const model = heldModel();
-    const a = await p.instance(model);
-    const { id } = await a.conversations.create(ctx, { agentId: 'support' });
-    // One request sent twice at once (a retried delivery): both are decided on the state this
-    // process remembers and prepare a step; one append takes the version, the other is a replay.
-    const request = { key: 'task-1', hash: 'h1' };
-    const [first, second] = await Promise.all([
-      a.conversations.send(ctx, id, { content: 'hi' }, request),
-      a.conversations.send(ctx, id, { content: 'hi' }, request),
-    ]);
-    expect(second.turnId).toBe(first.turnId);
-    await eventuallyTrue(async () => (await statusOf(a.conversations, id)) === 'idle', 2_000);
-    await eventuallyTrue(async () => (await p.bus.pending('agent-turns')) === 0, 2_000);
-    await sleep(50);
-    expect(model.calls).toHaveLength(1);
-  });
 });
 
 describe('step claims', () => {

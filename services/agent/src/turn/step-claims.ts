@@ -67,8 +67,6 @@ export class StepClaims {
   /** This instance's name on its notices. */
   readonly holder = uuidv7();
   private readonly heard = new Map<string, HeardClaim>();
-  /** This instance's own claims, by step, with how many runs hold each (commands that raced). */
-  private readonly mine = new Map<string, { holders: number; release: ReleaseClaim }>();
   private subscription: EphemeralSubscription | undefined;
   private sweeper: ReturnType<typeof setInterval> | undefined;
 
@@ -93,30 +91,8 @@ export class StepClaims {
     this.heard.clear();
   }
 
-  /**
-   * Claims step `step` of `turnId` for this instance: told now, renewed until released. A step
-   * claimed again meanwhile (two commands raced to commit its trigger) is released by the last.
-   */
+  /** Claims step `step` of `turnId` for this instance: told now, renewed until released. */
   claim(tenantId: string, conversationId: string, turnId: string, step: number): ReleaseClaim {
-    const key = `${keyOf(tenantId, conversationId)}/${turnId}/${step}`;
-    const held = this.mine.get(key) ?? {
-      holders: 0,
-      release: this.publish(tenantId, conversationId, turnId, step),
-    };
-    held.holders++;
-    this.mine.set(key, held);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      if (--held.holders > 0) return;
-      this.mine.delete(key);
-      held.release();
-    };
-  }
-
-  /** Tells the claim, renews it every ttl/3, and tells its release once called. */
-  private publish(tenantId: string, conversationId: string, turnId: string, step: number): ReleaseClaim {
     const topic: EphemeralTopic = { kind: 'claims', tenantId, conversationId };
     const notice: ClaimNotice = { turnId, step, holder: this.holder, ttlMs: this.ttlMs };
     this.bus.ephemeral.publish(topic, notice);
