@@ -103,12 +103,6 @@ const createInstruments = (registry: Registry) => {
       buckets: SECONDS_SLOW,
       registers,
     }),
-    stepsRunTwice: new Counter({
-      name: 'keel_model_steps_run_twice_total',
-      help: 'Model steps whose call another agent instance made too (a claim heard late; one call is wasted), by model',
-      labelNames: ['service', 'model'],
-      registers,
-    }),
     tenantCost: new Counter({
       name: 'keel_tenant_cost_usd_total',
       help: 'Cost in US dollars of recorded model calls, by tenant, counted as the audit service projects them (unpriced calls add nothing)',
@@ -324,11 +318,6 @@ export class ServiceMetrics {
 
   modelCall(model: string, outcome: ModelCallOutcome, elapsed: number): void {
     this.#i.modelDuration.observe({ service: this.service, model: label(model), outcome }, elapsed);
-  }
-
-  /** A model step's call another instance made too (see the agent's StepClaims). */
-  stepRunTwice(model: string): void {
-    this.#i.stepsRunTwice.inc({ service: this.service, model: label(model) });
   }
 
   /** A recorded model call's tokens and cost (null: unpriced). */

@@ -2,13 +2,10 @@ import { ValidationError } from '../errors/index.js';
 import { assertTenantId } from '../typing/index.js';
 
 /**
- * Kinds of ephemeral messages: token deltas of a turn, cancel signals, `erased`: a stream's
- * data key was destroyed (the topic's `conversationId` is then the stream's name; see DataKeyring),
- * and `claims`: an agent instance runs a turn's step it started itself (see the agent's StepClaims).
+ * Kinds of ephemeral messages: token deltas of a turn, cancel signals, and `erased`: a stream's
+ * data key was destroyed (the topic's `conversationId` is then the stream's name; see DataKeyring).
  */
-export type EphemeralKind = 'deltas' | 'cancel' | 'erased' | 'claims';
-
-const EPHEMERAL_KINDS: ReadonlySet<string> = new Set<EphemeralKind>(['deltas', 'cancel', 'erased', 'claims']);
+export type EphemeralKind = 'deltas' | 'cancel' | 'erased';
 
 /** Where an ephemeral message goes: a kind, a tenant, a conversation. */
 export interface EphemeralTopic {
@@ -47,7 +44,7 @@ export interface EphemeralChannel {
 
 /** Validates a topic (tenant alphabet, non-empty conversation id of bounded length). */
 export const checkEphemeralTopic = (topic: EphemeralScope): void => {
-  if (!EPHEMERAL_KINDS.has(topic.kind)) {
+  if (topic.kind !== 'deltas' && topic.kind !== 'cancel' && topic.kind !== 'erased') {
     throw new ValidationError(`unknown ephemeral kind ${String(topic.kind)}`, { field: 'kind' });
   }
   if (topic.tenantId !== undefined) assertTenantId(topic.tenantId);

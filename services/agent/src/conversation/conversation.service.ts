@@ -27,7 +27,6 @@ import { classifyIntent } from '../turn/intents.js';
 import { withDefaults } from '../models/agent-defaults.js';
 import type { Entity } from '../turn/working-memory.js';
 import { entitiesOfConversation } from '../turn/working-memory.js';
-import type { AppendWatcher } from '../store/caching-command-handler.js';
 import { CachingCommandHandler } from '../store/caching-command-handler.js';
 import type { CallContext } from '../call-context.js';
 import { eventMetadata } from '../call-context.js';
@@ -188,20 +187,10 @@ const sameRequestConflict = (): ConversationConflictError =>
     field: 'Idempotency-Key',
   });
 
-/**
- * Starts the model step a command's commit makes due, in this process (the turn worker's local
- * start): told of the append as it goes out (see `AppendWatcher`).
- */
-export interface StepStarter {
-  /** The watcher of one command's append; undefined when this process starts no step now. */
-  watcher(tenantId: string, streamName: string): AppendWatcher<Conversation> | undefined;
-}
-
 /** The conversation use cases: create, send, approve or deny, cancel, read, record tool results. */
 export class ConversationService {
   readonly handler: CachingCommandHandler<Conversation, ConversationCommand, ConversationEvent>;
   private readonly clock: () => string;
-  private steps: StepStarter | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -545,22 +534,10 @@ export class ConversationService {
     return agent?.phases ? { phase: agent.phases.initial } : {};
   }
 
-  /**
-   * Commits made through this service from now on start the model step they make due with
-   * `steps` (a message starting a turn, a step's last tool result); undefined: none does, every
-   * step waits for the durable consumer's delivery of its trigger.
-   */
-  startStepsWith(steps: StepStarter | undefined): void {
-    this.steps = steps;
-  }
-
   /** Runs a command against a conversation stream with the call's metadata on every event. */
   run(ctx: CallContext, conversationId: string, command: ConversationCommand) {
-    const stream = this.stream(conversationId);
-    const watcher = this.steps?.watcher(ctx.tenantId, stream);
-    return this.handler.handle(ctx.tenantId, stream, command, {
+    return this.handler.handle(ctx.tenantId, this.stream(conversationId), command, {
       metadata: eventMetadata(ctx),
-      ...(watcher ? { watcher } : {}),
     });
   }
 

@@ -56,8 +56,6 @@ export const createModelStep = (options: ModelStepOptions = {}): ModelStep => {
         ? models.boundFor(provider, model, settings, toFunctionTools(input.tools))
         : { ...models.modelFor(provider, model, settings), bound: undefined };
     const runnable: Runnable<BaseLanguageModelInput, AIMessageChunk> = bound ?? chat;
-    // Nothing goes to the provider before the caller says so (its rejection is the call's error).
-    if (input.ready) await raceAbort(input.ready, signal);
     try {
       const stream = await raceAbort(
         runnable.stream(

@@ -25,12 +25,6 @@ export interface ModelStepInput {
   retry?: boolean;
   /** Aborts the provider request (the HTTP connection closes). */
   signal: AbortSignal;
-  /**
-   * The call may be prepared at once but sends nothing to the provider before this resolves
-   * (a step prepared while its trigger's commit is in flight); rejected: the call rejects with
-   * its error, nothing sent.
-   */
-  ready?: Promise<unknown>;
   /** Called with each text delta as it streams. */
   onDelta: (text: string) => void;
 }

@@ -7,10 +7,9 @@ import type {
   HandledCommand,
   HandleOptions,
   LoadedState,
-  RecordedEvent,
   WatchedStreams,
 } from '@keel/core';
-import { CommandHandler, ConcurrencyError, fold, foldRecorded } from '@keel/core';
+import { CommandHandler, ConcurrencyError, foldRecorded } from '@keel/core';
 
 /** A stream's state as this process last saw it, and the version its snapshot was at. */
 interface CachedState<State> {
@@ -41,25 +40,6 @@ export interface CachingCommandHandlerOptions extends CommandHandlerOptions {
    * 5,000), so the watch keeps vouching and no load waits for the periodic read.
    */
   refreshAfterMs?: number;
-}
-
-/**
- * Told of a command's append on the remembered state (the common case), so work that follows
- * from its events can be prepared while the append is in flight. `appending` comes right before
- * the append, with the state and version its events make if it succeeds (the watcher's own
- * copy); then exactly one of `appended` (durable: its recorded events) or `refused` (refused or
- * failed: nothing of it is committed by this attempt, and the command goes on on a fresh load,
- * which tells no watcher). A command decided without the remembered state tells nothing.
- */
-export interface AppendWatcher<State> {
-  appending(state: State, events: EventData[], version: number): void;
-  appended(events: RecordedEvent[]): void;
-  refused(): void;
-}
-
-/** A command's options: those of every handler, and who is told of its append (see `AppendWatcher`). */
-export interface CachingHandleOptions<State> extends HandleOptions {
-  watcher?: AppendWatcher<State>;
 }
 
 /** See `CachingCommandHandlerOptions.refreshAfterMs`. */
@@ -208,7 +188,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     tenantId: string,
     streamName: string,
     command: Command,
-    options: CachingHandleOptions<State> = {},
+    options: HandleOptions = {},
   ): Promise<HandledCommand<State>> {
     const cached = this.cache.get(cacheKey(tenantId, streamName));
     const fast = cached && (await this.appendOnRemembered(tenantId, streamName, cached, command, options));
@@ -222,7 +202,7 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     streamName: string,
     cached: CachedState<State>,
     command: Command,
-    options: CachingHandleOptions<State>,
+    options: HandleOptions,
   ): Promise<HandledCommand<State> | undefined> {
     const before = structuredClone(cached.state);
     let decided: Event[];
@@ -233,12 +213,6 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
     }
     if (decided.length === 0) return undefined;
     const withMetadata = decided.map((e) => ({ ...e, metadata: { ...options.metadata, ...e.metadata } }));
-    const { watcher } = options;
-    watcher?.appending(
-      fold(this.rules, decided, structuredClone(before)),
-      withMetadata,
-      cached.version + decided.length,
-    );
     let append: AppendResult;
     try {
       append = await this.log.append(tenantId, streamName, withMetadata, {
@@ -247,16 +221,11 @@ export class CachingCommandHandler<State, Command, Event extends EventData> exte
         ...(options.commitId ? { commitId: options.commitId } : {}),
       });
     } catch (error) {
-      watcher?.refused();
       if (error instanceof ConcurrencyError) return undefined;
       throw error;
     }
     // A commit written before (a retried command): the plain path answers it as it always has.
-    if (append.idempotentReplay) {
-      watcher?.refused();
-      return undefined;
-    }
-    watcher?.appended(append.events);
+    if (append.idempotentReplay) return undefined;
     const state = foldRecorded(this.rules, append.events, before);
     const version = append.nextExpectedVersion;
     const snapshotVersion = await this.snapshotIfDue(tenantId, streamName, state, version, cached);

@@ -42,13 +42,9 @@ export type DueStep =
  * At max steps nothing is due here: the decider ends such a turn when it records the last step.
  * Tool calls not completed (running, or waiting for an approval) wait for their results.
  */
-export const dueStep = (
-  trigger: Pick<RecordedEvent, 'data'>,
-  state: Conversation,
-  later: ReadonlyArray<Pick<RecordedEvent, 'type' | 'data'>>,
-): DueStep => {
+export const dueStep = (trigger: RecordedEvent, state: Conversation, later: RecordedEvent[]): DueStep => {
   const turnId = turnIdOf(trigger);
-  const ofTurn = (e: Pick<RecordedEvent, 'data'>): boolean => turnIdOf(e) === turnId;
+  const ofTurn = (e: RecordedEvent): boolean => turnIdOf(e) === turnId;
   if (later.some((e) => ofTurn(e) && (TRIGGERS.has(e.type) || e.type === 'AssistantMessageCompleted'))) {
     return { kind: 'none', reason: 'superseded' };
   }
@@ -58,24 +54,6 @@ export const dueStep = (
     return { kind: 'none', reason: 'waiting-for-tool-results' };
   if (turn.step >= turn.agent.maxSteps) return { kind: 'none', reason: 'max-steps-reached' };
   return { kind: 'model-step', turn, step: turn.step + 1 };
-};
-
-/**
- * The step a commit of `events` makes due, decided as `dueStep` decides it on the commit's
- * delivery: `state` is the conversation the commit makes, at `version`. The trigger is the
- * commit's last one (an earlier one is superseded by it); undefined when nothing is due.
- */
-export const stepDueAfter = (
-  events: ReadonlyArray<Pick<RecordedEvent, 'type' | 'data'>>,
-  state: Conversation,
-  version: number,
-): { turn: CurrentTurn; triggerVersion: number; trigger: (typeof events)[number] } | undefined => {
-  const index = events.findLastIndex((e) => TRIGGERS.has(e.type));
-  const trigger = events[index];
-  if (!trigger) return undefined;
-  const due = dueStep(trigger, state, events.slice(index + 1));
-  if (due.kind !== 'model-step') return undefined;
-  return { turn: due.turn, triggerVersion: version - (events.length - 1 - index), trigger };
 };
 
 /** A tool call as the model asked for it, with a Keel id and arguments safe to keep. */

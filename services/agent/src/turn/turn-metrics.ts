@@ -21,8 +21,6 @@ export interface TurnMetrics {
     },
     costUsd: number | null,
   ): void;
-  /** A model step's call made by two instances at once (one of the two is wasted). */
-  stepRunTwice?(model: string): void;
 }
 
 type TurnEnd = TurnCompleted | TurnFailed | TurnCancelled;

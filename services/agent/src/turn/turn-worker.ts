@@ -40,9 +40,6 @@ import {
   keptToolCalls,
   recordModelOutput,
 } from './step-policy.js';
-import { StepClaims } from './step-claims.js';
-import type { LocalStart } from './local-steps.js';
-import { LocalSteps, NotCommitted } from './local-steps.js';
 
 /** One model step's identity, as its parts (model call, recording) need it. */
 interface StepCall {
@@ -75,20 +72,13 @@ export interface TurnWorkerDeps {
   concurrency?: number;
   /** How long a step may go without a sign of life before it is redelivered to another instance. Default 30 s. */
   ackWaitMs?: number;
-  /**
-   * How long another instance waits for a step this instance claimed (started on its own commit)
-   * after its last renewal: a dead instance's turn goes on that long after it died. Default 3 s.
-   */
-  claimTtlMs?: number;
 }
 
 /**
- * Runs turns: calls the model for the next step when a turn is ready for one, streams its tokens
- * as ephemeral deltas, and records the output through the conversation decider. A step whose
- * trigger this process commits itself starts at once (LocalSteps, claimed for the other
- * instances: StepClaims); every trigger also comes from a shared durable consumer (any instance
- * takes any step), which runs the steps nobody started and those whose starter died. A step is
- * recorded once: a redelivered trigger finds the step done, and a racing second output is refused.
+ * Runs turns: takes conversation events from a shared durable consumer (any instance takes any
+ * step), calls the model for the next step when a turn is ready for one, streams its tokens as
+ * ephemeral deltas, and records the output through the conversation decider. A step is recorded
+ * once: a redelivered trigger finds the step done, and a racing second output is refused.
  */
 export class TurnWorker {
   private readonly consumers: Consumer[] = [];
@@ -98,20 +88,10 @@ export class TurnWorker {
   private readonly metrics: TurnMetrics;
   private readonly timings: TurnTimings;
   private readonly titler: AutoTitler;
-  private readonly claims: StepClaims;
-  private readonly local: LocalSteps;
 
   constructor(private readonly deps: TurnWorkerDeps) {
     this.metrics = deps.metrics ?? NO_TURN_METRICS;
     this.timings = new TurnTimings(this.metrics);
-    this.claims = new StepClaims(deps.bus, deps.claimTtlMs);
-    this.local = new LocalSteps({
-      claims: this.claims,
-      run: (start) => this.runLocal(start),
-      committed: (trigger) => this.timings.observe(trigger),
-      capacity: deps.concurrency ?? 32,
-      logger: deps.logger,
-    });
     this.titler = new AutoTitler({
       ...deps,
       credentials: async (tenantId, model) =>
@@ -121,7 +101,6 @@ export class TurnWorker {
 
   async start(): Promise<void> {
     const { bus } = this.deps;
-    this.claims.start();
     this.cancelSubscription = bus.ephemeral.subscribe({ kind: 'cancel' }, ({ topic, data }) => {
       const running = this.inFlight.get(`${topic.tenantId}/${topic.conversationId}`);
       if (running && running.turnId === turnIdOf({ data })) running.controller.abort();
@@ -148,15 +127,11 @@ export class TurnWorker {
         (delivery) => this.onToolExecuted(delivery),
       ),
     );
-    this.deps.conversations.startStepsWith(this.local);
   }
 
   async stop(): Promise<void> {
-    this.deps.conversations.startStepsWith(undefined);
     this.cancelSubscription?.unsubscribe();
     await Promise.all(this.consumers.splice(0).map((c) => c.stop()));
-    await this.local.close();
-    this.claims.stop();
   }
 
   private async onToolExecuted({ event }: Delivery): Promise<void> {
@@ -177,35 +152,20 @@ export class TurnWorker {
   private async onConversationEvent(delivery: Delivery): Promise<void> {
     const { event } = delivery;
     // Counted once per event: a redelivered one was seen already.
-    const first = delivery.deliveryCount === 1 && delivery.replayOf === undefined;
-    if (!isStepTrigger(event)) {
-      if (first) this.timings.observe(event);
-      // An agent's autoTitle: the title call after a completed turn, a step of its own.
-      if (event.type === 'TurnCompleted')
-        return this.titler.onTurnCompleted(event, systemContext(event, 'agent'));
-      return;
-    }
-    // A step this process started on its own commit of the trigger: the delivery ends with it.
-    const joined = this.local.joined(event);
-    if (joined && (await joined) === 'ran') return;
-    // A step another instance started on its commit: held until recorded there (or the claim lapses).
-    const conversationId = parseStreamName(event.streamName).id;
-    const claimed = await this.claims.whileClaimed(event.tenantId, conversationId, turnIdOf(event));
-    // The starter counted its trigger.
-    if (first && !claimed) this.timings.observe(event);
-    await this.onTrigger(event, first && !claimed);
-  }
-
-  /** Runs the step `trigger` makes due, if any; `fresh`: this process may have just written it. */
-  private async onTrigger(event: RecordedEvent, fresh: boolean): Promise<void> {
+    if (delivery.deliveryCount === 1 && delivery.replayOf === undefined) this.timings.observe(event);
+    // An agent's autoTitle: the title call after a completed turn, a step of its own.
+    if (event.type === 'TurnCompleted')
+      return this.titler.onTurnCompleted(event, systemContext(event, 'agent'));
+    if (!isStepTrigger(event)) return;
     const { store, conversations } = this.deps;
     // One view of the stream: the state as loaded, and the events after this trigger up to it.
     // The first delivery of a trigger this process just wrote (what it remembers ends there) runs
     // on that state without a read: anything appended since elsewhere makes the step's recording
     // fail its expected version and be decided again on a fresh load (a wasted call, no double effect).
     const { state, version } =
-      (fresh ? await this.heldAt(event) : undefined) ??
-      (await conversations.handler.load(event.tenantId, event.streamName));
+      (delivery.deliveryCount === 1 && delivery.replayOf === undefined
+        ? await this.heldAt(event)
+        : undefined) ?? (await conversations.handler.load(event.tenantId, event.streamName));
     const later =
       version > event.version
         ? await store.read(event.tenantId, event.streamName, {
@@ -214,20 +174,7 @@ export class TurnWorker {
           })
         : [];
     const due = dueStep(event, state, later);
-    if (due.kind !== 'model-step') return;
-    const call = stepCall(event, due.turn, version);
-    const release = this.claims.claim(call.tenantId, call.conversationId, due.turn.turnId, call.step);
-    try {
-      await this.runStep(call, state);
-    } finally {
-      release();
-    }
-  }
-
-  /** A step started on this process's own commit of its trigger (see LocalSteps). */
-  private async runLocal({ tenantId, streamName, trigger, turn, version, state, committed }: LocalStart) {
-    const call = stepCall({ tenantId, streamName, metadata: trigger.metadata ?? {} }, turn, version);
-    await this.runStep(call, state, committed);
+    if (due.kind === 'model-step') await this.runStep(event, state, due.turn, version);
   }
 
   /**
@@ -245,18 +192,21 @@ export class TurnWorker {
   }
 
   /**
-   * Runs the turn's next model step on `state`, which is the conversation at `call.version`. Each
+   * Runs the turn's next model step on `state`, which is the conversation at `version`. Each
    * ephemeral message it publishes carries the version of the log it follows (`version`): a feed
    * that has already yielded that version writes the message without reading the log first.
-   * With `ready` (a step whose trigger's commit is in flight) everything is prepared at once and
-   * nothing is sent to the model nor written before `ready` resolves; its rejection ends the step.
    */
-  private async runStep(call: StepCall, state: Conversation, ready?: Promise<unknown>): Promise<void> {
-    const { tenantId, conversationId, ctx, step, log, turn } = call;
+  private async runStep(
+    trigger: RecordedEvent,
+    state: Conversation,
+    turn: CurrentTurn,
+    version: number,
+  ): Promise<void> {
+    const call = stepCall(trigger, turn, version);
+    const { tenantId, conversationId, ctx, step, log } = call;
     const tenant = await this.deps.config.load(tenantId);
     const agent = ownValue(tenant.agents, turn.agent.agentId);
     if (!agent) {
-      await ready;
       const message = `agent ${turn.agent.agentId} no longer exists`;
       await this.fail(ctx, conversationId, turn, 'agent_not_found', message);
       return;
@@ -268,8 +218,7 @@ export class TurnWorker {
     ];
     const tools = narrowTools(offered, intent);
     const phase = state.phase ?? agent.phases?.initial;
-    const forUser = offeredTools(tools, turn.user, phase);
-    const output = await this.callModel(call, tenant, agent, forUser, state, ready);
+    const output = await this.callModel(call, tenant, agent, offeredTools(tools, turn.user, phase), state);
     if (!output) return;
     // The usage instant selects the price in force; it is also the recorded output's `at`.
     const at = new Date().toISOString();
@@ -298,7 +247,6 @@ export class TurnWorker {
     agent: AgentDefinition,
     tools: ResolvedTool[],
     state: Conversation,
-    ready: Promise<unknown> | undefined,
   ): Promise<ModelStepOutput | undefined> {
     const { tenantId, conversationId, turn, step, version } = call;
     const key = `${tenantId}/${conversationId}`;
@@ -317,7 +265,6 @@ export class TurnWorker {
         temperature: turn.agent.temperature ?? agent.temperature,
         ...modelOptionsOf(agent, (fallback) => this.credentials(tenant, tenantId, fallback)),
         signal: controller.signal,
-        ...(ready ? { ready } : {}),
         onDelta: (text) => {
           this.timings.token(turn.turnId, model);
           const delta = { type: 'delta', turnId: turn.turnId, step, seq: ++seq, text, version };
@@ -325,27 +272,14 @@ export class TurnWorker {
         },
       });
       this.metrics.modelCall(model, 'ok', seconds());
-      this.ranTwice(call);
       return output;
     } catch (error) {
-      if (error instanceof NotCommitted) throw error;
       this.metrics.modelCall(model, controller.signal.aborted ? 'cancelled' : 'error', seconds());
       await this.modelCallFailed(call, error, controller.signal.aborted);
       return undefined;
     } finally {
       if (this.inFlight.get(key)?.controller === controller) this.inFlight.delete(key);
     }
-  }
-
-  /**
-   * Reports a model call another instance made too (its claim heard while this one ran: a
-   * delivery taken before the starter's claim arrived, or a claim that lapsed under a live
-   * holder). Its recording is refused there or here; the second call is paid for.
-   */
-  private ranTwice({ tenantId, conversationId, turn, step, log }: StepCall): void {
-    if (!this.claims.claimedByOther(tenantId, conversationId, turn.turnId, step)) return;
-    this.metrics.stepRunTwice?.(turn.agent.model);
-    this.deps.logger.warn(log, 'model step run twice: another instance claims it too');
   }
 
   /** A cancelled call ends quietly (the cancel recorded the turn's end); any other failure fails the turn. */
@@ -450,11 +384,8 @@ export class TurnWorker {
   }
 }
 
-/** What a step is run because of: its trigger (recorded, or as decided with its metadata). */
-type StepCause = Pick<RecordedEvent, 'tenantId' | 'streamName' | 'metadata'> & { eventId?: string };
-
 /** The step after `turn`'s last one, run on the conversation at `version` because of `trigger`. */
-const stepCall = (trigger: StepCause, turn: CurrentTurn, version: number): StepCall => {
+const stepCall = (trigger: RecordedEvent, turn: CurrentTurn, version: number): StepCall => {
   const ctx = systemContext(trigger, 'agent');
   const tenantId = trigger.tenantId;
   const conversationId = parseStreamName(trigger.streamName).id;
@@ -473,10 +404,10 @@ const modelFailureCode = (error: unknown): string =>
       : 'provider_error';
 
 /** The context of an action the platform takes itself, tied to the request that caused it. */
-const systemContext = (event: StepCause, service: string): CallContext => ({
+const systemContext = (event: RecordedEvent, service: string): CallContext => ({
   tenantId: event.tenantId,
   keyId: `system:${service}`,
   role: 'admin',
   userId: `system:${service}`,
-  correlationId: event.metadata.correlationId ?? event.eventId ?? uuidv7(),
+  correlationId: event.metadata.correlationId ?? event.eventId,
 });

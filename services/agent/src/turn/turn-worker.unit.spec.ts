@@ -43,8 +43,6 @@ type Script = Array<Partial<ModelStepOutput> | { hang: true } | { fail: string }
 const scriptedModel = (scripts: Record<string, Script>) => {
   const calls: ModelStepInput[] = [];
   const step = async (input: ModelStepInput): Promise<ModelStepOutput> => {
-    // As the port says: nothing is asked of the model before the step's commit.
-    await input.ready;
     calls.push(input);
     const first = input.messages.find((m) => m.role === 'user')!.content;
     // The step of this call in its conversation: one more than the model answers it has already given.
