@@ -335,31 +335,6 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
     );
 
     it(
-      'another instance reads from any version: inside a commit, across a bucket border, inside a commit longer than a bucket, past the end',
-      withStore(async ({ store, second }) => {
-        // Commits of 3, 58, 6 (62..67, across version 64), ten of 1, 150 (78..227) and 2 events.
-        const sizes = [3, 58, 6, ...Array<number>(10).fill(1), 150, 2];
-        for (const [c, size] of sizes.entries()) {
-          const events = Array.from({ length: size }, (_, k) => ev('Step', { c, k }));
-          await store.append('acme', 'long-1', events);
-        }
-        const all = await store.read('acme', 'long-1');
-        expect(all.map((e) => e.version)).toEqual(Array.from({ length: 229 }, (_, i) => i + 1));
-        // Starts the reader never saw end a commit (only mid-commit versions, and past the end).
-        for (const from of [230, 65, 63, 2, 200, 229, 300, 128]) {
-          const read = await second.read('acme', 'long-1', { fromVersion: from });
-          expect(read, `from ${from}`).toEqual(all.filter((e) => e.version >= from));
-        }
-        const some = await second.read('acme', 'long-1', { fromVersion: 66, toVersion: 80 });
-        expect(some.map((e) => e.version)).toEqual(Array.from({ length: 15 }, (_, i) => i + 66));
-        // An append after the reader found the end is read from inside the commit before it.
-        await store.append('acme', 'long-1', [ev('Step', { c: 'last' })]);
-        const after = await second.read('acme', 'long-1', { fromVersion: 229 });
-        expect(after.map((e) => e.version)).toEqual([229, 230]);
-      }),
-    );
-
-    it(
       'every query is tenant-scoped, even with the same stream name',
       withStore(async ({ store }) => {
         await store.append('acme', 'chat-1', [ev('Secret', { of: 'acme' })]);

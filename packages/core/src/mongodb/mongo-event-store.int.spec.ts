@@ -1,6 +1,4 @@
 import { mongoUrlFor, uniqueName } from '@keel/testkit';
-import type { CommandStartedEvent } from 'mongodb';
-import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { describeAppendWatchContract } from '../event-store/append-watch.contract.js';
 import { describeEventStoreContract } from '../event-store/event-store.contract.js';
@@ -106,67 +104,6 @@ describe('MongoDB event store: what it writes', () => {
     } finally {
       await writer.db.dropDatabase();
       await writer.close();
-    }
-  });
-
-  it('bucket reads find an unknown start by equality on buckets: no range query', async () => {
-    const dbName = uniqueName('inside');
-    const url = mongoUrlFor(dbName);
-    const writer = await MongoEventStore.connect(url, { reads: 'buckets' });
-    const client = new MongoClient(url, { monitorCommands: true });
-    const finds: Array<Record<string, unknown>> = [];
-    client.on('commandStarted', (c: CommandStartedEvent) => {
-      if (c.commandName === 'find' && c.command.find === 'commits') finds.push(c.command.filter);
-    });
-    try {
-      // 200 commits of 3 events (a conversation's turns): 1..600, one starting at 127 across 128.
-      for (let c = 0; c < 200; c++) {
-        const events = ['a', 'b', 'c'].map((x) => ({ type: 'N', data: { c, x } }));
-        await writer.append('acme', 'chat-200', events, { expectedVersion: c * 3 });
-      }
-      await client.connect();
-      const reader = new MongoEventStore(client.db(dbName), { reads: 'buckets' });
-      await reader.init();
-      const readFrom = async (from: number): Promise<number[]> => {
-        finds.length = 0;
-        return (await reader.read('acme', 'chat-200', { fromVersion: from })).map((e) => e.version);
-      };
-      const versions = (from: number) => Array.from({ length: 601 - from }, (_, i) => i + from);
-      // Past the end, as "the events after" the last event: the last commit's bucket proves the end.
-      expect(await readFrom(601)).toEqual([]);
-      expect(finds).toEqual([{ k: 9, t: 'acme', s: 'chat-200', v: { $gte: 600 } }]);
-      // "The events after" event 589, the first of the commit 589..591: one query, its bucket.
-      expect(await readFrom(590)).toEqual(versions(590));
-      expect(finds).toEqual([{ k: 9, t: 'acme', s: 'chat-200', v: { $gte: 589 } }]);
-      // Inside the commit across the border: its bucket (1) found from the next (2), then the walk.
-      expect(await readFrom(128)).toEqual(versions(128));
-      expect(finds.slice(0, 2)).toEqual([
-        { k: 2, t: 'acme', s: 'chat-200', v: { $gte: 127 } },
-        { k: 1, t: 'acme', s: 'chat-200', v: { $gte: 127 } },
-      ]);
-      // Then bucket by bucket to the end (2..9), each by equality on its bucket.
-      expect(finds.slice(2).map((f) => f.k)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
-      expect(finds).toHaveLength(10);
-    } finally {
-      await writer.db.dropDatabase();
-      await Promise.all([writer.close(), client.close()]);
-    }
-  });
-
-  it('a read from inside a commit longer than the look-back falls back to a range query and reads it all', async () => {
-    const dbName = uniqueName('longcommit');
-    const store = await MongoEventStore.connect(mongoUrlFor(dbName), { reads: 'buckets' });
-    const reader = await MongoEventStore.connect(mongoUrlFor(dbName), { reads: 'buckets' });
-    try {
-      await store.append('acme', 'bulk-1', [{ type: 'N', data: {} }]);
-      const bulk = Array.from({ length: 64 * 5 }, (_, i) => ({ type: 'N', data: { i } }));
-      await store.append('acme', 'bulk-1', bulk, { expectedVersion: 1 });
-      await store.append('acme', 'bulk-1', [{ type: 'N', data: {} }], { expectedVersion: 321 });
-      const read = await reader.read('acme', 'bulk-1', { fromVersion: 300 });
-      expect(read.map((e) => e.version)).toEqual(Array.from({ length: 23 }, (_, i) => i + 300));
-    } finally {
-      await store.db.dropDatabase();
-      await Promise.all([store.close(), reader.close()]);
     }
   });
 });

@@ -47,11 +47,6 @@ const MAX_ANY_RETRIES = 100;
 const MAX_POOL = 20;
 /** Point lookups a read makes along a stream's commit chain before it switches to a range query. */
 const CHAIN_LIMIT = 16;
-/**
- * Buckets a bucket read looks at for the commit holding an unknown start (its own and the ones
- * before): a commit longer than the buckets between falls back to a range query.
- */
-const LOOK_BACK_BUCKETS = 4;
 /** Position markers per update command on FerretDB (see MongoSequencer.limitMarksPerCommand). */
 const FERRETDB_MARKS_PER_COMMAND = 4;
 
@@ -234,7 +229,6 @@ export class MongoEventStore implements EventStoreAdapter {
     const docs = await this.commitsFrom(tenantId, streamName, from, to);
     const events: RecordedEvent[] = [];
     for (const doc of docs) {
-      if (doc.v < from) continue;
       for (const e of toRecordedEvents(doc)) if (e.version >= from && e.version <= to) events.push(e);
     }
     return events;
@@ -254,11 +248,9 @@ export class MongoEventStore implements EventStoreAdapter {
   }
 
   /**
-   * The commits holding versions from..to (bucket reads may add commits before `from`). When
-   * `from - 1` is a known commit boundary (0 always is; snapshots are taken at boundaries), the
-   * stream is walked commit by commit by `_id`, which also proves where it ends; bucket reads also
-   * find the commit holding an unknown start (`walkFromInside`). A long walk, or an unknown start
-   * otherwise, falls back to a range query.
+   * The commits holding versions from..to. When `from - 1` is a known commit boundary (0 always
+   * is; snapshots are taken at boundaries), the stream is walked commit by commit by `_id`, which
+   * also proves where it ends; a long walk, or an unknown start, falls back to a range query.
    */
   private async commitsFrom(
     tenantId: string,
@@ -268,12 +260,8 @@ export class MongoEventStore implements EventStoreAdapter {
   ): Promise<CommitDocument[]> {
     const docs: CommitDocument[] = [];
     let next = from;
-    const chain = this.boundaries.has(tenantId, streamName, from - 1)
-      ? await this.walk(tenantId, streamName, from, to)
-      : this.bucketReads
-        ? await this.walkFromInside(tenantId, streamName, from, to)
-        : undefined;
-    if (chain) {
+    if (this.boundaries.has(tenantId, streamName, from - 1)) {
+      const chain = await this.walk(tenantId, streamName, from, to);
       docs.push(...chain.docs);
       if (chain.complete) return docs;
       next = (docs.at(-1)?.v ?? from - 1) + 1;
@@ -312,27 +300,23 @@ export class MongoEventStore implements EventStoreAdapter {
    * the bucket from there on, by equality on (t, s, k). Every commit carries its bucket, so a
    * chain that ends inside the bucket ends the stream. A gap, or a head this process saw beyond
    * the end (a commit written without `k` by an older writer), leaves it incomplete: the caller
-   * reads the rest by range. `firstBucket`, when given, is the bucket of `from` as already read.
+   * reads the rest by range.
    */
   private async walkBuckets(
     tenantId: string,
     streamName: string,
     from: number,
     to: number,
-    firstBucket?: CommitDocument[],
   ): Promise<{ docs: CommitDocument[]; complete: boolean }> {
     const docs: CommitDocument[] = [];
     let next = from;
     for (let i = 0; i < this.chainLimit; i++) {
       if (next > to) return { docs, complete: true };
       const bucket = bucketOf(next);
-      const found =
-        i === 0 && firstBucket
-          ? firstBucket.filter((doc) => doc.f >= next)
-          : await this.commits
-              // `k` first: PostgreSQL tests the conditions in this order, and it rules out most rows.
-              .find({ k: bucket, t: tenantId, s: streamName, f: { $gte: next } })
-              .toArray();
+      const found = await this.commits
+        // `k` first: PostgreSQL tests the conditions in this order, and it rules out most rows.
+        .find({ k: bucket, t: tenantId, s: streamName, f: { $gte: next } })
+        .toArray();
       for (const doc of found.sort((a, b) => a.f - b.f)) {
         if (doc.f !== next) return { docs, complete: false };
         this.boundaries.add(tenantId, streamName, doc.v);
@@ -344,37 +328,6 @@ export class MongoEventStore implements EventStoreAdapter {
       }
     }
     return { docs, complete: false };
-  }
-
-  /**
-   * The bucket walk from a version not known to start a commit (a reader that did not see where
-   * that commit ends, e.g. "the events after this one"). The commits of a stream follow each other
-   * with no overlap, so the commits reaching `from - 1` or later are the one holding `from - 1`
-   * and those after it; the one of them starting last at or before `from` holds `from`, or is the
-   * stream's last when `from` is its head + 1. It lies in the bucket of its first version: `from`'s
-   * bucket or, when that has none, the nearest earlier one. Every commit of that bucket from its
-   * start on reaches `from - 1` too, so the bucket as read is the bucket from a known start (a
-   * commit's first version) and the walk proves the rest, gaps and the end, as from a boundary.
-   * Equality on the bucket (the `v` condition only sorts out rows of it, in FerretDB). No such
-   * commit within LOOK_BACK_BUCKETS (one longer than that, a start far past the end, an empty
-   * stream) is left to the range query: undefined.
-   */
-  private async walkFromInside(
-    tenantId: string,
-    streamName: string,
-    from: number,
-    to: number,
-  ): Promise<{ docs: CommitDocument[]; complete: boolean } | undefined> {
-    const last = Math.max(bucketOf(from) - LOOK_BACK_BUCKETS, -1);
-    for (let bucket = bucketOf(from); bucket > last; bucket--) {
-      const found = await this.commits
-        .find({ k: bucket, t: tenantId, s: streamName, v: { $gte: from - 1 } })
-        .toArray();
-      let start: CommitDocument | undefined;
-      for (const doc of found) if (doc.f <= from && doc.f > (start?.f ?? 0)) start = doc;
-      if (start) return this.walkBuckets(tenantId, streamName, start.f, to, found);
-    }
-    return undefined;
   }
 
   /** True when FerretDB stores in PostgreSQL (its query plans are PostgreSQL's). */
