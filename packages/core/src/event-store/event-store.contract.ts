@@ -335,6 +335,42 @@ export const describeEventStoreContract = (name: string, setup: () => Promise<Ev
     );
 
     it(
+      'a read after a held event, with its commit as the hint, answers what a read without it does; a wrong hint changes nothing',
+      withStore(async ({ store, second }) => {
+        // Commits of 1, 3 (2..4) and 2 (5..6) events; the same stream name in another tenant.
+        for (const size of [1, 3, 2]) {
+          await store.append(
+            'acme',
+            'hint-1',
+            Array.from({ length: size }, (_, k) => ev('Step', { k })),
+          );
+        }
+        await store.append('globex', 'hint-1', [ev('Other'), ev('Other'), ev('Other')]);
+        const other = (await store.read('globex', 'hint-1'))[0]!;
+        const elsewhere = (await store.append('acme', 'hint-2', [ev('Elsewhere')])).commitId;
+        const all = await store.read('acme', 'hint-1');
+        // The second instance has never read the stream: every start is unknown to it.
+        for (const held of all) {
+          const after = { fromVersion: held.version + 1 };
+          const expected = all.filter((e) => e.version > held.version);
+          expect(await second.read('acme', 'hint-1', { ...after, fromCommit: held.commitId })).toEqual(
+            expected,
+          );
+          for (const wrong of [other.commitId, elsewhere, uuidv7()]) {
+            expect(await second.read('acme', 'hint-1', { ...after, fromCommit: wrong })).toEqual(expected);
+          }
+        }
+        // A hint naming a commit that does not hold fromVersion - 1 or fromVersion: ignored.
+        const read = await second.read('acme', 'hint-1', { fromVersion: 6, fromCommit: all[0]!.commitId });
+        expect(read.map((e) => e.version)).toEqual([6]);
+        // Then the next commit is found after the one hinted, even by a reader that saw the end.
+        await store.append('acme', 'hint-1', [ev('Later')], { expectedVersion: 6 });
+        const later = await second.read('acme', 'hint-1', { fromVersion: 7, fromCommit: all[5]!.commitId });
+        expect(later.map((e) => [e.version, e.type])).toEqual([[7, 'Later']]);
+      }),
+    );
+
+    it(
       'every query is tenant-scoped, even with the same stream name',
       withStore(async ({ store }) => {
         await store.append('acme', 'chat-1', [ev('Secret', { of: 'acme' })]);

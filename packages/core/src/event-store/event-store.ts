@@ -35,6 +35,13 @@ export interface ReadStreamOptions {
   fromVersion?: number;
   /** Last version to return (inclusive). */
   toVersion?: number;
+  /**
+   * The `commitId` of an event of this stream the reader holds, reading what came after it
+   * (`fromVersion` = its version + 1). A hint, never trusted: a store that reads commit by commit
+   * starts from that commit instead of searching for `fromVersion` in the stream; a commit of
+   * another stream or tenant, or one not holding `fromVersion - 1` or `fromVersion`, is ignored.
+   */
+  fromCommit?: string;
 }
 
 /** Which tenants a global read covers: one tenant, or all of them for platform consumers. */

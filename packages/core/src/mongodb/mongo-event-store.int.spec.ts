@@ -1,7 +1,10 @@
 import { mongoUrlFor, uniqueName } from '@keel/testkit';
+import type { CommandStartedEvent } from 'mongodb';
+import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { describeAppendWatchContract } from '../event-store/append-watch.contract.js';
 import { describeEventStoreContract } from '../event-store/event-store.contract.js';
+import { commitKey } from './commit-document.js';
 import type { MongoEventStoreOptions } from './mongo-event-store.js';
 import { MongoEventStore } from './mongo-event-store.js';
 
@@ -104,6 +107,37 @@ describe('MongoDB event store: what it writes', () => {
     } finally {
       await writer.db.dropDatabase();
       await writer.close();
+    }
+  });
+
+  it('a read after a held event finds its commit by id and the rest by _id, however long the stream: no range query', async () => {
+    const dbName = uniqueName('hint');
+    const url = mongoUrlFor(dbName);
+    const writer = await MongoEventStore.connect(url, { reads: 'buckets' });
+    const client = new MongoClient(url, { monitorCommands: true });
+    const finds: Array<Record<string, unknown>> = [];
+    client.on('commandStarted', (c: CommandStartedEvent) => {
+      if (c.commandName === 'find' && c.command.find === 'commits') finds.push(c.command.filter);
+    });
+    try {
+      // 200 commits of 3 events (a long conversation), then the held event's commit of 2 (601..602).
+      for (let c = 0; c < 200; c++) {
+        const events = ['a', 'b', 'c'].map((x) => ({ type: 'N', data: { c, x } }));
+        await writer.append('acme', 'chat-200', events, { expectedVersion: c * 3 });
+      }
+      const request = ['call', 'request'].map((x) => ({ type: 'N', data: { x } }));
+      const held = (await writer.append('acme', 'chat-200', request, { expectedVersion: 600 })).events[0]!;
+      await client.connect();
+      const reader = new MongoEventStore(client.db(dbName), { reads: 'buckets' });
+      await reader.init();
+      finds.length = 0;
+      const after = await reader.read('acme', 'chat-200', { fromVersion: 602, fromCommit: held.commitId });
+      expect(after.map((e) => e.version)).toEqual([602]);
+      // The commit by its id, then the next one's _id (none: the end).
+      expect(finds).toEqual([{ c: held.commitId }, { _id: commitKey('acme', 'chat-200', 603) }]);
+    } finally {
+      await writer.db.dropDatabase();
+      await Promise.all([writer.close(), client.close()]);
     }
   });
 });

@@ -226,7 +226,7 @@ export class MongoEventStore implements EventStoreAdapter {
   ): Promise<RecordedEvent[]> {
     const from = options.fromVersion ?? 1;
     const to = options.toVersion ?? Number.MAX_SAFE_INTEGER;
-    const docs = await this.commitsFrom(tenantId, streamName, from, to);
+    const docs = await this.commitsFrom(tenantId, streamName, { from, to, hint: options.fromCommit });
     const events: RecordedEvent[] = [];
     for (const doc of docs) {
       for (const e of toRecordedEvents(doc)) if (e.version >= from && e.version <= to) events.push(e);
@@ -250,21 +250,34 @@ export class MongoEventStore implements EventStoreAdapter {
   /**
    * The commits holding versions from..to. When `from - 1` is a known commit boundary (0 always
    * is; snapshots are taken at boundaries), the stream is walked commit by commit by `_id`, which
-   * also proves where it ends; a long walk, or an unknown start, falls back to a range query.
+   * also proves where it ends; a long walk, or an unknown start, falls back to a range query. A
+   * hint (the commit of an event the reader holds, see ReadStreamOptions.fromCommit) makes an
+   * unknown start known: that commit is found by its id, and the few commits after it by `_id`.
    */
   private async commitsFrom(
     tenantId: string,
     streamName: string,
-    from: number,
-    to: number,
+    { from, to, hint }: { from: number; to: number; hint: string | undefined },
   ): Promise<CommitDocument[]> {
     const docs: CommitDocument[] = [];
     let next = from;
-    if (this.boundaries.has(tenantId, streamName, from - 1)) {
-      const chain = await this.walk(tenantId, streamName, from, to);
+    let tail = false;
+    // On MongoDB (range reads: chainLimit 0) the range query is served by an index already.
+    if (hint !== undefined && this.chainLimit > 0 && !this.boundaries.has(tenantId, streamName, from - 1)) {
+      const held = await this.commitHolding(tenantId, streamName, hint, from);
+      if (held) {
+        if (held.v >= from) docs.push(held);
+        next = held.v + 1;
+        tail = true;
+      }
+    }
+    if (this.boundaries.has(tenantId, streamName, next - 1)) {
+      const chain = tail
+        ? await this.walkIds(tenantId, streamName, next, to)
+        : await this.walk(tenantId, streamName, next, to);
       docs.push(...chain.docs);
       if (chain.complete) return docs;
-      next = (docs.at(-1)?.v ?? from - 1) + 1;
+      next = (docs.at(-1)?.v ?? next - 1) + 1;
     }
     const rest = await this.commits
       .find({ t: tenantId, s: streamName, v: { $gte: next }, f: { $lte: to } })
@@ -274,7 +287,26 @@ export class MongoEventStore implements EventStoreAdapter {
     return docs.concat(rest);
   }
 
-  /** Follows the commit chain by `_id` from a version known to start a commit (or to be past the head). */
+  /**
+   * The commit `commitId` when it is one of this stream's holding `from - 1` or `from` (its bounds
+   * then known); else undefined. By the id alone, the tenant and stream checked here: see
+   * walkBuckets on why no tenant in a filter.
+   */
+  private async commitHolding(
+    tenantId: string,
+    streamName: string,
+    commitId: string,
+    from: number,
+  ): Promise<CommitDocument | undefined> {
+    const found = await this.commits.find({ c: commitId }).toArray();
+    const held = found.find((doc) => doc.t === tenantId && doc.s === streamName);
+    if (!held || held.f > from || held.v < from - 1) return undefined;
+    this.boundaries.add(tenantId, streamName, held.f - 1);
+    this.boundaries.add(tenantId, streamName, held.v);
+    return held;
+  }
+
+  /** Follows the commit chain from a version known to start a commit (or to be past the head). */
   private async walk(
     tenantId: string,
     streamName: string,
@@ -282,6 +314,19 @@ export class MongoEventStore implements EventStoreAdapter {
     to: number,
   ): Promise<{ docs: CommitDocument[]; complete: boolean }> {
     if (this.bucketReads) return this.walkBuckets(tenantId, streamName, from, to);
+    return this.walkIds(tenantId, streamName, from, to);
+  }
+
+  /**
+   * The chain by `_id`, one commit per lookup: a lookup reads one document, where a bucket query
+   * makes FerretDB decode every commit of the bucket, so the tail after a held event goes so.
+   */
+  private async walkIds(
+    tenantId: string,
+    streamName: string,
+    from: number,
+    to: number,
+  ): Promise<{ docs: CommitDocument[]; complete: boolean }> {
     const docs: CommitDocument[] = [];
     let next = from;
     for (let i = 0; i < this.chainLimit; i++) {
@@ -314,10 +359,13 @@ export class MongoEventStore implements EventStoreAdapter {
       if (next > to) return { docs, complete: true };
       const bucket = bucketOf(next);
       const found = await this.commits
-        // `k` first: PostgreSQL tests the conditions in this order, and it rules out most rows.
-        .find({ k: bucket, t: tenantId, s: streamName, f: { $gte: next } })
+        // By (k, s) only, the tenant checked here: with `t` in the filter, a PostgreSQL that has
+        // not analyzed the table yet ANDs the tenant's index (every commit of the tenant) to the
+        // (k, s) twin's (deploy/ferretdb/postgresql-gin-twins.sql).
+        .find({ k: bucket, s: streamName, f: { $gte: next } })
         .toArray();
-      for (const doc of found.sort((a, b) => a.f - b.f)) {
+      const own = found.filter((doc) => doc.t === tenantId);
+      for (const doc of own.sort((a, b) => a.f - b.f)) {
         if (doc.f !== next) return { docs, complete: false };
         this.boundaries.add(tenantId, streamName, doc.v);
         docs.push(doc);

@@ -241,7 +241,10 @@ export class ToolCallConsumer {
     const own = requestedCall(event);
     if (own) {
       const wanted = store
-        .read(event.tenantId, event.streamName, { fromVersion: event.version + 1 })
+        .read(event.tenantId, event.streamName, {
+          fromVersion: event.version + 1,
+          fromCommit: event.commitId,
+        })
         .then((later) => {
           const skip = skipReason(later, own);
           if (skip) throw new CallNotWanted(skip);
