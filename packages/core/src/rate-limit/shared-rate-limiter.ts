@@ -9,6 +9,11 @@ import { ABSENT } from './versioned-counters.js';
 const MAX_ATTEMPTS = 50;
 /** After a write at a remembered revision is refused, the counter's next writes read first. */
 const READS_FIRST_AFTER_REFUSAL = 8;
+/**
+ * The most of a limit one instance may hold as a lease (slots counted in the shared counter, not
+ * yet given to a request): also the most a window can leave unused per instance and counter.
+ */
+const LEASE_SHARE = 1 / 20;
 
 interface Waiter {
   remainingMs: number;
@@ -16,10 +21,16 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** What this process last knew of one counter, and how many of its next writes should read first. */
+/**
+ * What this process last knew of one counter, how many of its next writes should read first, and
+ * its lease: `leased` slots of the count it may still admit without a round trip, `lease` the size
+ * of the last one taken.
+ */
 interface Known extends CounterVersion {
   start: number;
   readsFirst: number;
+  leased: number;
+  lease: number;
 }
 
 /**
@@ -34,6 +45,13 @@ interface Known extends CounterVersion {
  * it too, so what is remembered is likely stale). Hits of one counter arriving together here are
  * folded into one write of +n, so contention is between instances only. A counter remembered full
  * refuses locally until its window ends (a count never decreases within a window).
+ *
+ * A busy counter is leased: each write also takes a few slots more than its hits need, which the
+ * next hits here admit with no round trip. The lease doubles while the hits keep coming (1, 2, 4,
+ * ... up to LEASE_SHARE of the limit) and shrinks near the limit (at most a quarter of the room
+ * left), so it never admits more than the limit; the price is that slots leased and unused when
+ * the window ends are lost to the other instances (at most LEASE_SHARE of the limit per instance,
+ * far less near the limit). A limit under 1 / LEASE_SHARE is never leased: exact.
  */
 export class SharedRateLimiter implements RateLimiter {
   readonly #queues = new Map<string, Waiter[]>();
@@ -54,7 +72,12 @@ export class SharedRateLimiter implements RateLimiter {
     const { start, remainingMs } = windowOf(this.now(), this.policy.windowMs);
     if (start > this.#sweptAt) this.#sweep(start);
     const id = `${start}:${key}`;
-    if ((this.#known.get(id)?.count ?? 0) >= this.policy.limit) {
+    const known = this.#known.get(id);
+    if (known && known.leased > 0 && !this.#queues.has(id)) {
+      known.leased--;
+      return Promise.resolve(decisionOf(this.policy, true, known.count - known.leased, remainingMs));
+    }
+    if ((known?.count ?? 0) >= this.policy.limit) {
       return Promise.resolve(decisionOf(this.policy, false, this.policy.limit, remainingMs));
     }
     return new Promise<RateLimitDecision>((resolve, reject) => {
@@ -77,7 +100,8 @@ export class SharedRateLimiter implements RateLimiter {
   async #drain(id: string, key: string, start: number): Promise<void> {
     const queue = this.#queues.get(id)!;
     while (queue.length > 0) {
-      const batch = queue.splice(0);
+      const batch = this.#fromLease(id, queue.splice(0));
+      if (batch.length === 0) continue;
       try {
         const { before, admitted } = await this.#admit(id, key, start, batch.length);
         batch.forEach((waiter, i) => {
@@ -92,7 +116,30 @@ export class SharedRateLimiter implements RateLimiter {
     this.#queues.delete(id);
   }
 
-  /** Adds up to `wanted` to the counter by compare-and-set; says how many fit and the count before. */
+  /** Admits waiters from the counter's lease while it lasts; the rest, to be written for. */
+  #fromLease(id: string, waiters: Waiter[]): Waiter[] {
+    const known = this.#known.get(id);
+    if (!known || known.leased === 0) return waiters;
+    const served = waiters.splice(0, known.leased);
+    known.leased -= served.length;
+    served.forEach((waiter, i) => {
+      const count = known.count - known.leased - (served.length - i - 1);
+      waiter.resolve(decisionOf(this.policy, true, count, waiter.remainingMs));
+    });
+    return waiters;
+  }
+
+  /** The slots a write wanting `wanted` takes on top of them, from what it is computed at. */
+  #leaseFor(known: Known | undefined, current: CounterVersion, wanted: number): number {
+    const room = this.policy.limit - current.count - wanted;
+    const next = Math.max(1, 2 * (known?.lease ?? 0));
+    return Math.max(0, Math.min(Math.floor(this.policy.limit * LEASE_SHARE), next, Math.floor(room / 4)));
+  }
+
+  /**
+   * Adds up to `wanted` (and a lease) to the counter by compare-and-set; says how many of the
+   * wanted fit and the count before.
+   */
   async #admit(
     id: string,
     key: string,
@@ -108,13 +155,14 @@ export class SharedRateLimiter implements RateLimiter {
       const current = guess ?? (await this.counters.read(key, start));
       const admitted = Math.min(wanted, Math.max(0, this.policy.limit - current.count));
       if (admitted === 0) {
-        this.#known.set(id, { ...current, start, readsFirst });
+        this.#known.set(id, { ...current, start, readsFirst, leased: 0, lease: 0 });
         return { before: current.count, admitted };
       }
-      const count = current.count + admitted;
+      const lease = this.#leaseFor(known, current, admitted);
+      const count = current.count + admitted + lease;
       const revision = await this.counters.write(key, start, count, current.revision);
       if (revision !== undefined) {
-        this.#known.set(id, { revision, count, start, readsFirst });
+        this.#known.set(id, { revision, count, start, readsFirst, leased: lease, lease });
         return { before: current.count, admitted };
       }
       if (attempt >= MAX_ATTEMPTS) throw new UnavailableError('rate-limit counter too contended');
