@@ -15,6 +15,7 @@ import { rebuildBench } from './rebuild.bench.js';
 import { sealingBench } from './sealing.bench.js';
 import { stepPersistenceBench } from './step-persistence.bench.js';
 import { subAgentsBench } from './sub-agents.bench.js';
+import { tailReadBench } from './tail-read.bench.js';
 import { toolRoundtripBench } from './tool-roundtrip.bench.js';
 import { turnLatencyBench } from './turn-latency.bench.js';
 import { usageQueryBench } from './usage-query.bench.js';
@@ -26,6 +27,7 @@ import { textTable } from './lib/table.js';
 const BENCHES: Bench[] = [
   appendBench,
   rebuildBench,
+  tailReadBench,
   outboxBench,
   toolRoundtripBench,
   egressWebhookBench,
