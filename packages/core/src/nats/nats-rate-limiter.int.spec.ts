@@ -61,11 +61,26 @@ describe('NatsRateLimiter round trips on a real server', () => {
   it('a hit of a key this instance wrote last sends one message to NATS (the compare-and-set), no read', async () => {
     const { nc, counters, cleanup } = await kvCounters();
     try {
-      const limiter = new SharedRateLimiter(counters, { limit: 100, windowMs: 60_000 });
+      // A limit under 20 is never leased: every hit is its own compare-and-set.
+      const limiter = new SharedRateLimiter(counters, { limit: 19, windowMs: 60_000 });
       await limiter.hit('key-a'); // the window's create
       const sent = nc.stats().outMsgs;
-      for (let i = 0; i < 10; i++) expect((await limiter.hit('key-a')).remaining).toBe(100 - i - 2);
+      for (let i = 0; i < 10; i++) expect((await limiter.hit('key-a')).remaining).toBe(19 - i - 2);
       expect(nc.stats().outMsgs - sent).toBe(10);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('a busy key is leased: 300 hits of a limit of 600 send 14 messages to NATS, and count down one by one', async () => {
+    const { nc, counters, cleanup } = await kvCounters();
+    try {
+      const limiter = new SharedRateLimiter(counters, { limit: 600, windowMs: 60_000 });
+      const sent = nc.stats().outMsgs;
+      for (let i = 0; i < 300; i++) expect((await limiter.hit('key-a')).remaining).toBe(600 - i - 1);
+      // Each write takes its hit and a lease of 1, 2, 4, 8, 16, then 30: 2 + 3 + 5 + 9 + 17 hits,
+      // then 31 per write: 300 hits in 5 + 9 writes.
+      expect(nc.stats().outMsgs - sent).toBe(14);
     } finally {
       await cleanup();
     }

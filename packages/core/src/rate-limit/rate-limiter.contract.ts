@@ -75,6 +75,17 @@ export const describeRateLimiterContract = (name: string, setup: RateLimiterSetu
     );
 
     it(
+      'a busy key over both instances: 1,000 racing hits admit at most the limit, and nearly all of it',
+      withLimiters({ limit: 400, windowMs: MINUTE }, async ({ limiter, second }) => {
+        const hits = Array.from({ length: 1_000 }, (_, i) => (i % 2 === 0 ? limiter : second).hit('busy'));
+        const admitted = (await Promise.all(hits)).filter((d) => d.allowed).length;
+        expect(admitted).toBeLessThanOrEqual(400);
+        // Slots an instance leased and did not use are at most a twentieth of the limit each.
+        expect(admitted).toBeGreaterThanOrEqual(360);
+      }),
+    );
+
+    it(
       'admits everything when the limit is 0 (limiting off)',
       withLimiters({ limit: 0, windowMs: MINUTE }, async ({ limiter }) => {
         const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.hit('key-a')));
