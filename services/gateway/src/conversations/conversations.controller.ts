@@ -161,14 +161,14 @@ export class ConversationsController {
     // A stream's input is opened first: its turn's events then come from the bus, not a read. It
     // is opened while the rate limit answers (a watch changes nothing; `closed` ends it when the
     // request goes no further), and the message goes to the agent only once the request is admitted.
-    const preparing =
+    const input =
       streamed && caller.kind === 'tenant'
         ? this.turns.prepare(caller.tenantId, conversationId, closed.signal)
         : undefined;
     let accepted: AcceptedSend;
     try {
       await admissionOf(request);
-      accepted = await this.submitAdmitted(request, { conversationId, body, caller, streamed, preparing });
+      accepted = await this.submitAdmitted(request, { conversationId, body, caller, streamed, input });
     } catch (error) {
       closed.abort();
       throw error;
@@ -190,10 +190,10 @@ export class ConversationsController {
       body: unknown;
       caller: Principal;
       streamed: boolean;
-      preparing: Promise<PreparedTurnFeed | undefined> | undefined;
+      input: PreparedTurnFeed | undefined;
     },
   ): Promise<AcceptedSend> {
-    const { conversationId, body, caller, streamed, preparing } = send;
+    const { conversationId, body, caller, streamed, input } = send;
     const fields = parseSendMessage(body);
     const userRole = parseUserRole(request.raw.headers[USER_ROLE_HEADER]);
     // A retried stream may resume: Last-Event-ID, as on the events feed (a malformed one: 400).
@@ -201,14 +201,13 @@ export class ConversationsController {
     const resume = streamed ? resumeAfter([lastEventId ?? []].flat()[0], undefined) : 0;
     const idempotencyKey = idempotencyKeyOf(request.raw.headers[IDEMPOTENCY_KEY_HEADER]);
     const context = callContextOf(caller, request.id);
-    const prepared = await preparing;
     const turn = await this.turns.submitOnce(context, {
       conversationId,
       ...fields,
       userRole,
       ...(idempotencyKey ? { idempotencyKey } : {}),
     });
-    return { turn, tenantId: context.tenantId, resume, prepared };
+    return { turn, tenantId: context.tenantId, resume, prepared: input };
   }
 
   /** Streams a submitted turn's frames as SSE (from after `resume` when the turn is a replay). */

@@ -57,7 +57,7 @@ export class FeedInput {
   wake = new AbortController();
   /** A commit after the last version yielded was published, not usable as it is, since the last read. */
   committedAhead = false;
-  /** The watch was live on the bus's server when `openFeedInput` resolved (its round trip answered). */
+  /** The bus's server answered a round trip sent after the watch (openFeedInput's ping): it is live. */
   watchLive = false;
   readonly #subscription: { unsubscribe(): void };
   readonly #watching: { unsubscribe(): void } | undefined;
@@ -136,20 +136,19 @@ export class FeedInput {
 
 /**
  * A feed's input opened before the version it follows is known (a turn feed opens it before the
- * message is submitted), resolved once the bus's server holds the watch (a round trip; `watchLive`
- * false when it did not answer): every event committed after that is seen on it (unless a publish
- * is lost, which the reader's poll covers).
+ * message is submitted). Its watch is live once the bus's server answers the round trip sent after
+ * it (`watchLive`); that answer is not waited for: the message goes to the agent alongside it, and
+ * it is in long before the agent's reply (a commit and its publish). A feed starting before it
+ * reads the log first. The one race left, the server handling the agent's publish before this
+ * process's earlier watch, costs latency only: the reader finds nothing on the watch and reads the
+ * log after its grace period (FIRST_EVENT_GRACE_MS), as for a publish lost.
  */
-export const openFeedInput = async (
-  sources: FeedSources,
-  stream: FeedStream,
-  stopped: AbortSignal,
-): Promise<FeedInput> => {
+export const openFeedInput = (sources: FeedSources, stream: FeedStream, stopped: AbortSignal): FeedInput => {
   const input = new FeedInput(sources, stream, stopped);
   if (sources.watch && sources.ping) {
-    input.watchLive = await sources.ping().then(
-      () => true,
-      () => false,
+    sources.ping().then(
+      () => (input.watchLive = true),
+      () => undefined,
     );
   }
   return input;

@@ -304,7 +304,9 @@ describe('readFeed with an input opened ahead (a turn feed, before its message i
       watch: bus.watch.bind(bus),
       ping: () => Promise.resolve(),
     };
-    return { sources, input: await openFeedInput(sources, target, stop) };
+    const input = openFeedInput(sources, target, stop);
+    await Promise.resolve(); // the ping's answer
+    return { sources, input };
   };
 
   it('yields the events committed after the watch was live from the bus, with no read of the log', async () => {
@@ -322,6 +324,32 @@ describe('readFeed with an input opened ahead (a turn feed, before its message i
     });
     expect((await take(frames, 1)).map((f) => [f.id, f.event])).toEqual([['2', 'turn.started']]);
     expect(store.reads).toBe(0);
+    stop.abort();
+    await frames.return(undefined);
+    await bus.close();
+  });
+
+  it('reads the log first when the watch was not confirmed live before the feed began (its round trip unanswered)', async () => {
+    const store = new OtherProcessStore();
+    const bus = new InMemoryEventBus();
+    const stop = new AbortController();
+    await store.append(tenantId, target.streamName, [{ type: 'ConversationCreated', data: { at } }]);
+    const sources = {
+      store,
+      ephemeral: new InMemoryEphemeralChannel(),
+      pollMs: 60_000,
+      watch: bus.watch.bind(bus),
+      ping: () => new Promise<void>(() => undefined),
+    };
+    const input = openFeedInput(sources, target, stop.signal);
+    // Committed and never published (as if the server had handled the publish before the watch).
+    await store.append(tenantId, target.streamName, [started]);
+    const frames = readFeed(sources, { ...target, after: 1 }, stop.signal, {
+      input,
+      committedAfterLive: true,
+    });
+    expect((await take(frames, 1)).map((f) => [f.id, f.event])).toEqual([['2', 'turn.started']]);
+    expect(store.reads).toBe(1);
     stop.abort();
     await frames.return(undefined);
     await bus.close();

@@ -71,7 +71,7 @@ export class TurnFeedService implements BeforeApplicationShutdown {
    * Idempotency-Key starts no second turn: it streams the first one again (after `resumeAfter`).
    */
   async sendAndStream(caller: CallContext, request: TurnRequest, signal: AbortSignal): Promise<TurnFeed> {
-    const prepared = await this.prepare(caller.tenantId, request.conversationId, signal);
+    const prepared = this.prepare(caller.tenantId, request.conversationId, signal);
     let turn: SubmittedOnce;
     try {
       turn = await this.submitOnce(caller, request);
@@ -88,17 +88,13 @@ export class TurnFeedService implements BeforeApplicationShutdown {
 
   /**
    * Opens a turn feed's input before its message goes to the agent (see readFeed's OpenedInput):
-   * resolved once the bus's watch is live (a NATS round trip), so the turn's events come from the
-   * watch without a first read of the log; meanwhile this process fetches the conversation's data
-   * key, alongside the submission (its events come sealed, and a watch never fetches a key).
-   * Undefined for a conversation id that names no stream (the agent answers it). Stopped with
-   * `signal` (or the gateway's shutdown); close its input when the submission fails.
+   * its watch is live once the bus's server answers (openFeedInput), so the turn's events come
+   * from the watch without a first read of the log; meanwhile this process fetches the
+   * conversation's data key, alongside the submission (its events come sealed, and a watch never
+   * fetches a key). Undefined for a conversation id that names no stream (the agent answers it).
+   * Stopped with `signal` (or the gateway's shutdown); close its input when the submission fails.
    */
-  async prepare(
-    tenantId: string,
-    conversationId: string,
-    signal: AbortSignal,
-  ): Promise<PreparedTurnFeed | undefined> {
+  prepare(tenantId: string, conversationId: string, signal: AbortSignal): PreparedTurnFeed | undefined {
     let stream: string;
     try {
       stream = streamName(CONVERSATION_CATEGORY, conversationId);
@@ -107,11 +103,7 @@ export class TurnFeedService implements BeforeApplicationShutdown {
     }
     const stop = AbortSignal.any([signal, this.shutdown.signal]);
     this.feeds.holdKey(tenantId, stream);
-    const input = await openFeedInput(
-      this.feeds.sources(),
-      { tenantId, conversationId, streamName: stream },
-      stop,
-    );
+    const input = openFeedInput(this.feeds.sources(), { tenantId, conversationId, streamName: stream }, stop);
     return { input, stop };
   }
 
