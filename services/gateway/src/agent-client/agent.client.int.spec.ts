@@ -36,7 +36,8 @@ describe('AgentClient', () => {
     const handlers: Record<string, Handler> = {
       SubmitMessage: (call, callback) => {
         seen.push(call.request);
-        callback(null, { turnId: 'turn-1', version: 7 });
+        const slow = (call.request as { request?: { content?: string } }).request?.content === 'slow';
+        setTimeout(() => callback(null, { turnId: 'turn-1', version: 7 }), slow ? 1_500 : 0);
       },
       CancelTurn: (_call, callback) => callback({ code: status.ABORTED, details: 'no turn is running' }),
       GetConversation: (_call, callback) =>
@@ -87,6 +88,14 @@ describe('AgentClient', () => {
     const invalid = await client.call('putAgent', context, { agent: {} }).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(ValidationError);
     expect(invalid).toMatchObject({ message: 'tools: unknown tools: teleport' });
+  });
+
+  it("waits longer for a message's submission than for other calls (a burst of turns waits in line)", async () => {
+    // The client's deadline is 500 ms; a submission's is SUBMIT_DEADLINE_MS (30 s).
+    const response = await client.call('submitMessage', context, {
+      request: { conversationId: 'c-1', content: 'slow', ifBusy: IfBusy.ENQUEUE },
+    });
+    expect(response).toEqual({ turnId: 'turn-1', version: 7 });
   });
 
   it('answers a call past its deadline, or an agent nobody listens for, as unavailable', async () => {

@@ -21,7 +21,7 @@ import {
   UpdateConversationRequest,
 } from '@keel/proto/keel/agent/v1/agent';
 import type { Actor } from '@keel/proto/keel/events/v1/envelope';
-import type { RequestMessages, RpcRequest, RpcResponse } from '@keel/runtime';
+import type { GrpcCallOptions, RequestMessages, RpcRequest, RpcResponse } from '@keel/runtime';
 import { callUnary, GrpcClient } from '@keel/runtime';
 import { PermissionDeniedError } from '@keel/core';
 import type { Principal } from '../auth/principal.js';
@@ -33,6 +33,14 @@ export const DEFAULT_AGENT_GRPC_URL = '127.0.0.1:50052';
 
 /** How long one agent call may take before the request is answered 503. */
 export const AGENT_CALL_DEADLINE_MS = 10_000;
+
+/**
+ * The deadline of a message's submission: a burst of turns larger than the agent can start at
+ * once waits in line (its client waits for the stream's first frame, or the 202) rather than being
+ * answered 503 after 10 s while the agent, which took the message, commits and runs its turn
+ * anyway (500 streams at once on 2 cores: up to 13 s to be accepted, 2026-11-24).
+ */
+export const SUBMIT_DEADLINE_MS = 30_000;
 
 /**
  * Reconnect backoff towards the agent: grpc-js grows it to 120 s by default, so an agent that
@@ -92,7 +100,8 @@ export const callAgentRpc = <R extends AgentRpc>(
   client: GrpcClient,
   rpc: R,
   request: DeepPartial<AgentRequestOf<R>>,
-): Promise<AgentResponseOf<R>> => callUnary(client, AgentServiceService, REQUESTS, rpc, request);
+  call?: GrpcCallOptions,
+): Promise<AgentResponseOf<R>> => callUnary(client, AgentServiceService, REQUESTS, rpc, request, call);
 
 /**
  * A message field of an agent answer that the contract always sets (proto3 makes every message
@@ -150,9 +159,13 @@ export class AgentClient implements OnModuleDestroy {
     context: CallContext,
     request: AgentCallRequest<R> = {} as AgentCallRequest<R>,
   ): Promise<AgentResponseOf<R>> {
-    return callAgentRpc(this.client, rpc, { ...(request as object), context } as DeepPartial<
-      AgentRequestOf<R>
-    >);
+    const call = rpc === 'submitMessage' ? { deadlineMs: SUBMIT_DEADLINE_MS } : undefined;
+    return callAgentRpc(
+      this.client,
+      rpc,
+      { ...(request as object), context } as DeepPartial<AgentRequestOf<R>>,
+      call,
+    );
   }
 
   onModuleDestroy(): void {
