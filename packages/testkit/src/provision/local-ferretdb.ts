@@ -75,7 +75,8 @@ export async function localFerretDb(
       ? ', no GIN twins (every query scans)'
       : '';
   const where = database ? `, database ${database.name}${twins}` : '';
-  return { url, backend, source: `${backend} started on :${port}${where}`, stop };
+  const source = `${backend} started on :${port}${where}`;
+  return { url, backend, source, stop, ...(database ? { postgresUrl: database.adminUrl } : {}) };
 }
 
 /** `$FERRETDB_BIN`, `ferretdb` on PATH, or the one `go install` put in GOBIN / GOPATH/bin. */

@@ -23,6 +23,8 @@ export const GIN_TWINS_ENV = 'KEEL_TEST_FERRETDB_GIN_TWINS';
 export interface FreshDatabase {
   /** The same server as the admin URL, this database. */
   url: string;
+  /** `url` without FerretDB's pool settings: what psql takes. */
+  adminUrl: string;
   name: string;
   /** Whether deploy/ferretdb/postgresql-gin-twins.sql is applied (its queries use indexes). */
   ginTwins: boolean;
@@ -68,6 +70,7 @@ export async function freshPostgresDatabase(): Promise<FreshDatabase | undefined
     await sql(`CREATE DATABASE "${name}"`);
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
+    const databaseUrl = url.toString();
     // As a deployment would: without it every FerretDB query on PostgreSQL scans its table
     // (KEEL_TEST_FERRETDB_GIN_TWINS=off leaves it out, to measure the difference).
     const ginTwins =
@@ -83,6 +86,7 @@ export async function freshPostgresDatabase(): Promise<FreshDatabase | undefined
     if (!url.searchParams.has('pool_max_conns')) url.searchParams.set('pool_max_conns', String(poolSize()));
     return {
       url: url.toString(),
+      adminUrl: databaseUrl,
       name,
       ginTwins,
       drop: async () => {

@@ -12,6 +12,8 @@ export interface Provisioned {
   source: string;
   /** What stores the data, where known, e.g. "FerretDB/PostgreSQL" or "FerretDB/SQLite". */
   backend?: string;
+  /** FerretDB on PostgreSQL: the database it stores into (an admin URL, for psql). */
+  postgresUrl?: string;
   stop(): Promise<void>;
 }
 
