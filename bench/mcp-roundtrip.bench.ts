@@ -2,10 +2,11 @@
  * An MCP tool call as the tools service makes it, against a direct call with the official SDK's
  * client, in one process and one run, to the test kit's real MCP server (the SDK's Server over
  * Streamable HTTP on loopback). keel: `executeToolCall` (ledger begin and complete, the arguments
- * checked against the listed schema) → McpExecutor (a session per call: initialize, tools/call,
- * session DELETE, every request through the egress-guarded fetch). keel executor: McpExecutor
- * alone. raw: one connected SDK client calling tools/call (its session kept open); raw, new
- * session: an SDK client connected, called and closed per call (what keel's executor does).
+ * checked against the listed schema) → McpExecutor (tools/call on the session it keeps for the
+ * tenant, server and headers, every request through the egress-guarded fetch). keel executor:
+ * McpExecutor alone. raw: one connected SDK client calling tools/call (its session kept open);
+ * raw, new session: an SDK client connected, called and closed per call (what keel's executor
+ * did before it kept sessions).
  * The NATS hop and the log appends around a call are measured by `tool-roundtrip`.
  */
 import { EgressPolicy } from '@keel/runtime';
@@ -75,6 +76,7 @@ export const mcpRoundtripBench: Bench = {
     };
     const executor = async () => {
       const result = await mcp.call({
+        tenantId: 'bench',
         url: server.url,
         tool: 'echo',
         args: ARGS,
@@ -136,17 +138,18 @@ export const mcpRoundtripBench: Bench = {
           `${ROUNDS} interleaved rounds of ${CALLS_PER_BATCH} sequential calls each (one warm-up round dropped), one process.`,
           'raw: a connected @modelcontextprotocol/sdk Client calling tools/call (session kept);',
           '"raw, new session": the SDK client connected, called and closed per call;',
-          'keel executor: McpExecutor (a session per call, through the egress guard);',
+          'keel executor: McpExecutor (its kept session for the tenant and server, through the egress guard);',
           'keel: executeToolCall (ledger in memory, arguments checked) around the executor.',
         ],
         rows: withRatio,
         notes: [
           `keel adds ${(p50('keel') - p50('raw')).toFixed(2)} ms p50 over a kept SDK session, ` +
-            `${(p50('keel') - p50('raw, new session')).toFixed(2)} ms over an SDK session per call ` +
-            '(the session per call is most of the difference: initialize and DELETE round trips).',
+            `${(p50('keel') - p50('raw, new session')).toFixed(2)} ms against an SDK session per call ` +
+            '(what the executor did before it kept sessions: initialize and DELETE round trips per call).',
         ],
       };
     } finally {
+      await mcp.close();
       await kept.close();
       await server.close();
     }

@@ -25,6 +25,7 @@ interface McpCall {
   args: Record<string, unknown>;
   meta: Record<string, unknown>;
   cancelled: boolean;
+  session?: string;
 }
 
 describe('MCP servers as a tool source', () => {
@@ -83,6 +84,8 @@ describe('MCP servers as a tool source', () => {
       feed.close();
     }
   };
+  const toolCallIdsOf = (frames: SseFrame[]): string[] =>
+    frames.filter((f) => f.event === 'tool.call').map((f) => (f.data as { toolCallId: string }).toolCallId);
   const results = (frames: SseFrame[]) =>
     frames
       .filter((f) => f.event === 'tool.result')
@@ -225,9 +228,7 @@ describe('MCP servers as a tool source', () => {
     expect(decided).toEqual([expect.objectContaining({ decision: 'approve', by: expect.any(String) })]);
     expect(decided[0]).not.toMatchObject({ by: 'policy' });
     const { calls } = await mcpCalls();
-    const toolCallIds = frames
-      .filter((f) => f.event === 'tool.call')
-      .map((f) => (f.data as { toolCallId: string }).toolCallId);
+    const toolCallIds = toolCallIdsOf(frames);
     expect(
       calls.filter((c) => toolCallIds.includes(String(c.meta['keel/toolCallId']))).map((c) => c.tool),
     ).toEqual(['echo', 'delete_page']);
@@ -235,6 +236,26 @@ describe('MCP servers as a tool source', () => {
       messages: Array<{ content: string }>;
     };
     expect(messages.messages.at(-1)?.content).toBe('Echoed and deleted page-7.');
+  });
+
+  it('the tools service keeps one MCP session per tenant and server: the calls of a turn share it', async () => {
+    fake.on(
+      lastUserMessageIncludes('[m5]'),
+      fakeReply.toolCall('cms__echo', { text: 'one' }),
+      fakeReply.toolCall('cms__echo', { text: 'two' }),
+      fakeReply.text('Echoed twice.'),
+    );
+    const id = await newConversation();
+    const frames = await turn(id, '[m5] echo twice');
+    expect(frames.at(-1)?.event).toBe('turn.completed');
+    expect(results(frames).map((r) => r.ok)).toEqual([true, true]);
+    const toolCallIds = toolCallIdsOf(frames);
+    const sessions = (await mcpCalls()).calls
+      .filter((c) => toolCallIds.includes(String(c.meta['keel/toolCallId'])))
+      .map((c) => c.session);
+    expect(sessions).toHaveLength(2);
+    expect(sessions[0]).toEqual(expect.any(String));
+    expect(sessions[1]).toBe(sessions[0]);
   });
 
   it('the MCP server killed mid-call: the model gets a clear error and the turn goes on', async () => {

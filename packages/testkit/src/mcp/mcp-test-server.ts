@@ -21,6 +21,8 @@ export interface McpTestCall {
   meta: Record<string, unknown>;
   /** Set when the client cancelled the call (notifications/cancelled reached the handler). */
   cancelled: boolean;
+  /** The MCP session the call came in (its `mcp-session-id`). */
+  session?: string;
 }
 
 /** The tools the test server offers, with their JSON schemas. */
@@ -54,6 +56,10 @@ export interface McpTestServer {
   calls: McpTestCall[];
   /** Request headers of every HTTP request (lower-case names), for header checks. */
   headers: Array<Record<string, string | string[] | undefined>>;
+  /** Sessions initialized and not yet closed (a client's DELETE closes one). */
+  sessionsOpen(): number;
+  /** Forgets every session without closing a connection, as a server that expired them: their ids are unknown from now on. */
+  forgetSessions(): void;
   close(): Promise<void>;
 }
 
@@ -101,6 +107,7 @@ const sessionServer = (calls: McpTestCall[]): Server => {
       args: request.params.arguments ?? {},
       meta: { ...request.params._meta },
       cancelled: false,
+      ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }),
     };
     calls.push(call);
     return runTool(call, extra.signal);
@@ -160,6 +167,8 @@ export const startMcpTestServer = async (options: { port?: number } = {}): Promi
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     headers,
+    sessionsOpen: () => sessions.size,
+    forgetSessions: () => sessions.clear(),
     close: async () => {
       await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
       http.closeAllConnections();

@@ -35,8 +35,8 @@ export interface ToolCallRequest {
 export interface ToolCallDependencies {
   ledger: ToolCallLedger;
   webhooks: { call(request: WebhookRequest): Promise<WebhookResult> };
-  /** Runs MCP tool calls; without it an MCP tool's call fails as misconfigured. */
-  mcp?: { call(request: McpCallRequest): Promise<McpCallResult> };
+  /** Runs MCP tool calls; without it an MCP tool's call fails as misconfigured. `close` ends its kept sessions. */
+  mcp?: { call(request: McpCallRequest): Promise<McpCallResult>; close?(): Promise<void> };
   validator?: ArgsValidator;
   builtins?: readonly BuiltinTool[];
   now?: () => Date;
@@ -200,6 +200,7 @@ const callMcp = async (
   if (!tool.url || !tool.mcp) return misconfigured(`the MCP tool ${tool.name} has no server`);
   if (!deps.mcp) return misconfigured('this tools service does not run MCP calls');
   const result = await deps.mcp.call({
+    tenantId: request.tenantId,
     url: tool.url,
     ...(request.mcpHeaders ? { headers: request.mcpHeaders } : {}),
     tool: tool.mcp.tool,

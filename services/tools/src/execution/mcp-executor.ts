@@ -3,15 +3,19 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { McpSessionLease, McpSessionPoolOptions } from './mcp-sessions.js';
+import { McpSession, McpSessionPool, sessionGone } from './mcp-sessions.js';
 import type { CallCaller, ToolError } from './types.js';
 import { ToolCallCancelledError } from './webhook-executor.js';
 
 /*
  * MCP servers as tool sources (API.md "Tool sources and policies"): the official SDK's client over
- * Streamable HTTP, every request through the egress-guarded fetch. One session per call: a call
- * holds nothing open between calls, and a server restarted meanwhile costs nothing but a new
- * initialize. Cancel and timeout reach the server as notifications/cancelled (the SDK sends it
- * when the request's signal aborts or its timeout fires).
+ * Streamable HTTP, every request through the egress-guarded fetch. Tool calls share a kept
+ * session per tenant, server and headers (mcp-sessions.ts: an initialize round trip and a DELETE
+ * less per call); a server that forgot the session is asked again on a new one, once, since it
+ * ran nothing. Listing opens its own session and closes it. Cancel and timeout reach the server
+ * as notifications/cancelled (the SDK sends it when the request's signal aborts or its timeout
+ * fires); neither ends the session.
  */
 
 /** One tool as an MCP server lists it. */
@@ -23,6 +27,8 @@ export interface McpToolInfo {
 
 /** Where an MCP server is and how to talk to it. */
 export interface McpEndpoint {
+  /** Whose call it is: sessions are kept per tenant, never shared across tenants. */
+  tenantId?: string;
   url: string;
   /** Headers sent on every request (opened from their sealed form just for the call). */
   headers?: Record<string, string>;
@@ -61,6 +67,8 @@ export interface McpExecutorOptions {
   egress?: EgressPolicy;
   /** Replaces the egress-guarded fetch (tests only). */
   fetch?: typeof fetch;
+  /** How long sessions are kept, and how many (the defaults suit production). */
+  sessions?: McpSessionPoolOptions;
 }
 
 /** Why connecting or listing failed, in words an admin can act on. */
@@ -111,9 +119,24 @@ export const callErrorOf = (error: unknown, timeoutMs: number): ToolError => {
 /** Calls tools on, and lists tools of, MCP servers over Streamable HTTP. */
 export class McpExecutor {
   readonly #fetch: typeof fetch;
+  readonly #sessions: McpSessionPool<McpEndpoint>;
 
   constructor(options: McpExecutorOptions = {}) {
     this.#fetch = options.fetch ?? createEgressFetch({ policy: options.egress ?? new EgressPolicy() });
+    this.#sessions = new McpSessionPool<McpEndpoint>(
+      (endpoint) => this.#connect(endpoint, AbortSignal.timeout(endpoint.timeoutMs)),
+      options.sessions,
+    );
+  }
+
+  /** Sessions kept or opening now. */
+  get keptSessions(): number {
+    return this.#sessions.size;
+  }
+
+  /** Ends every kept session (the service stopping). */
+  close(): Promise<void> {
+    return this.#sessions.close();
   }
 
   /** The server's tools (tools/list, every page); McpConnectError says why when it is unreachable or not MCP. */
@@ -155,14 +178,25 @@ export class McpExecutor {
   async call(request: McpCallRequest): Promise<McpCallResult> {
     const { signal, timeoutMs } = request;
     if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
-    let session: Session | undefined;
     try {
-      session = await this.#connect(
-        request,
-        signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
-      );
-      const answer = await session.whileOpen(
-        session.client.callTool(
+      const lease = await this.#sessions.acquire(request);
+      const answer = await this.#callOn(lease, request).catch(async (error: unknown) => {
+        if (lease.fresh || !sessionGone(error) || signal?.aborted) throw error;
+        return this.#callOn(await this.#sessions.acquire(request), request);
+      });
+      return mapCallResult(answer as CallToolResult);
+    } catch (error) {
+      if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
+      return { ok: false, error: callErrorOf(error, timeoutMs), attempts: 1 };
+    }
+  }
+
+  /** tools/call on a lent session, given back unless the call failed for another reason than the server's answer. */
+  async #callOn(lease: McpSessionLease, request: McpCallRequest): Promise<unknown> {
+    const { signal, timeoutMs } = request;
+    try {
+      const answer = await lease.session.whileOpen(
+        lease.session.client.callTool(
           {
             name: request.tool,
             arguments: (request.args ?? {}) as Record<string, unknown>,
@@ -172,16 +206,16 @@ export class McpExecutor {
           { timeout: timeoutMs, ...(signal ? { signal } : {}) },
         ),
       );
-      return mapCallResult(answer as CallToolResult);
+      lease.release();
+      return answer;
     } catch (error) {
-      if (signal?.aborted) throw new ToolCallCancelledError(signal.reason);
-      return { ok: false, error: callErrorOf(error, timeoutMs), attempts: 1 };
-    } finally {
-      await session?.close();
+      if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) lease.release();
+      else lease.discard();
+      throw error;
     }
   }
 
-  async #connect(endpoint: McpEndpoint, signal: AbortSignal | undefined): Promise<Session> {
+  async #connect(endpoint: McpEndpoint, signal: AbortSignal | undefined): Promise<McpSession> {
     const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), {
       fetch: this.#fetch,
       requestInit: { headers: endpoint.headers ?? {}, redirect: 'manual' },
@@ -194,37 +228,14 @@ export class McpExecutor {
       },
     });
     const client = new Client({ name: 'keel-tools', version: '1.0.0' });
-    const session = new Session(client, transport);
-    await client.connect(transport, { timeout: endpoint.timeoutMs, ...(signal ? { signal } : {}) });
+    const session = new McpSession(client, transport);
+    try {
+      await client.connect(transport, { timeout: endpoint.timeoutMs, ...(signal ? { signal } : {}) });
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
     return session;
-  }
-}
-
-/** A connected client, and a way to fail a pending request when its transport breaks. */
-class Session {
-  #broken: ((error: Error) => void) | undefined;
-
-  constructor(
-    readonly client: Client,
-    private readonly transport: StreamableHTTPClientTransport,
-  ) {
-    // The SDK reports a broken stream through onerror/onclose, not by rejecting the request.
-    client.onerror = (error) => this.#broken?.(error);
-    client.onclose = () => this.#broken?.(new Error('the connection closed'));
-  }
-
-  /** `pending`, or a rejection as soon as the transport breaks. */
-  whileOpen<T>(pending: Promise<T>): Promise<T> {
-    const broken = new Promise<never>((_, reject) => {
-      this.#broken = reject;
-    });
-    return Promise.race([pending, broken]);
-  }
-
-  async close(): Promise<void> {
-    this.#broken = undefined;
-    await this.transport.terminateSession().catch(() => undefined);
-    await this.client.close().catch(() => undefined);
   }
 }
 

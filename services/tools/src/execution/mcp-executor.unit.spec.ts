@@ -50,7 +50,13 @@ describe('MCP executor against a real MCP server', () => {
       attempts: 1,
     });
     expect(server.calls).toEqual([
-      { tool: 'echo', args: { text: 'hi' }, meta: { 'keel/toolCallId': 'tc-1' }, cancelled: false },
+      {
+        tool: 'echo',
+        args: { text: 'hi' },
+        meta: { 'keel/toolCallId': 'tc-1' },
+        cancelled: false,
+        session: expect.any(String),
+      },
     ]);
   });
 
@@ -107,5 +113,125 @@ describe('MCP executor against a real MCP server', () => {
     await expect(
       executor().listTools({ url: server.url.replace('/mcp', '/nope'), timeoutMs: 2_000 }),
     ).rejects.toThrow(/not reachable as an MCP server/);
+  });
+});
+
+/** The distinct MCP sessions a server saw requests in (its `mcp-session-id` headers). */
+const sessionsSeen = (of: McpTestServer): string[] => [
+  ...new Set(of.headers.map((h) => h['mcp-session-id']).filter((id): id is string => typeof id === 'string')),
+];
+
+describe('MCP sessions kept between calls', () => {
+  const callOn = (
+    mcp: McpExecutor,
+    extra: { tenantId?: string; headers?: Record<string, string>; tool?: string; args?: unknown } = {},
+  ) =>
+    mcp.call({
+      tenantId: extra.tenantId ?? 't1',
+      url: server.url,
+      ...(extra.headers ? { headers: extra.headers } : {}),
+      tool: extra.tool ?? 'echo',
+      args: extra.args ?? { text: 'hi' },
+      toolCallId: 'tc-kept',
+      timeoutMs: 5_000,
+    });
+
+  it('calls of one tenant to one server with the same headers share one session', async () => {
+    const mcp = executor();
+    try {
+      for (const text of ['a', 'b', 'c']) {
+        expect(await callOn(mcp, { args: { text } })).toMatchObject({ ok: true, result: { text } });
+      }
+      expect(sessionsSeen(server)).toHaveLength(1);
+      expect(server.calls.map((c) => c.args)).toEqual([{ text: 'a' }, { text: 'b' }, { text: 'c' }]);
+      expect(mcp.keptSessions).toBe(1);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('another tenant, or other headers, get sessions of their own', async () => {
+    const mcp = executor();
+    try {
+      await callOn(mcp, { tenantId: 't1', headers: { authorization: 'Bearer one' } });
+      await callOn(mcp, { tenantId: 't2', headers: { authorization: 'Bearer one' } });
+      await callOn(mcp, { tenantId: 't1', headers: { authorization: 'Bearer two' } });
+      await callOn(mcp, { tenantId: 't1', headers: { authorization: 'Bearer one' } });
+      expect(sessionsSeen(server)).toHaveLength(3);
+      const byAuthorization = (token: string) =>
+        new Set(server.headers.filter((h) => h.authorization === token).map((h) => h['mcp-session-id']));
+      // No request of one session carried the other session's credentials.
+      for (const id of byAuthorization('Bearer two')) {
+        if (id !== undefined) expect(byAuthorization('Bearer one').has(id)).toBe(false);
+      }
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('a server that forgot the session (expired it) runs the next call once, on a new session', async () => {
+    const mcp = executor();
+    try {
+      await callOn(mcp, { args: { text: 'before' } });
+      const [first] = sessionsSeen(server);
+      server.forgetSessions();
+      expect(await callOn(mcp, { args: { text: 'after' } })).toMatchObject({
+        ok: true,
+        result: { text: 'after' },
+      });
+      expect(server.calls.map((c) => c.args)).toEqual([{ text: 'before' }, { text: 'after' }]);
+      expect(sessionsSeen(server).filter((id) => id !== first)).toHaveLength(1);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('a cancelled or timed-out call leaves the session kept; an idle session is closed (DELETE)', async () => {
+    const mcp = new McpExecutor({ egress: LOOPBACK, sessions: { idleMs: 300 } });
+    const timedOut = await mcp.call({
+      tenantId: 't1',
+      url: server.url,
+      tool: 'slow',
+      args: { ms: 5_000 },
+      toolCallId: 'tc-slow',
+      timeoutMs: 200,
+    });
+    expect(timedOut).toMatchObject({ ok: false, error: { code: 'mcp_timeout' } });
+    expect(await callOn(mcp)).toMatchObject({ ok: true });
+    expect(sessionsSeen(server)).toHaveLength(1);
+    await eventually(() => expect(mcp.keptSessions).toBe(0));
+    await eventually(() => expect(server.sessionsOpen()).toBe(0));
+  });
+
+  it('a session past its age is not handed out again, and beyond capacity the idle one is closed', async () => {
+    const aged = new McpExecutor({ egress: LOOPBACK, sessions: { maxAgeMs: 0 } });
+    await callOn(aged);
+    await callOn(aged);
+    expect(sessionsSeen(server)).toHaveLength(2);
+    await eventually(() => expect(server.sessionsOpen()).toBe(1));
+    await aged.close();
+    await eventually(() => expect(server.sessionsOpen()).toBe(0));
+
+    const small = new McpExecutor({ egress: LOOPBACK, sessions: { capacity: 1 } });
+    await callOn(small, { tenantId: 't1' });
+    await callOn(small, { tenantId: 't2' });
+    expect(small.keptSessions).toBe(1);
+    await eventually(() => expect(server.sessionsOpen()).toBe(1));
+    await small.close();
+  });
+
+  it('a session whose server died is dropped: the next call reports the server unreachable, then a new one is used', async () => {
+    const mcp = executor();
+    try {
+      await callOn(mcp);
+      const port = Number(new URL(server.url).port);
+      await server.close();
+      expect(await callOn(mcp)).toMatchObject({ ok: false, error: { code: 'mcp_unreachable' } });
+      server = await startMcpTestServer({ port });
+      expect(await callOn(mcp, { args: { text: 'back' } })).toMatchObject({ ok: true });
+      expect(mcp.keptSessions).toBe(1);
+    } finally {
+      await mcp.close();
+    }
   });
 });

@@ -152,6 +152,8 @@ export class ToolCallConsumer {
       clearTimeout(timer);
       this.#cancelSubscription?.unsubscribe();
       this.#cancelSubscription = undefined;
+      // No call runs any more: the MCP sessions kept for the next ones are ended (DELETE).
+      await this.#deps.mcp?.close?.();
     }
   }
 
