@@ -209,7 +209,11 @@ export class McpExecutor {
       lease.release();
       return answer;
     } catch (error) {
-      if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) lease.release();
+      // The server's own answer, a timeout or a cancel (notifications/cancelled sent) leaves the
+      // session as good as it was; anything else may have broken it.
+      const sessionIntact =
+        signal?.aborted === true || (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed);
+      if (sessionIntact) lease.release();
       else lease.discard();
       throw error;
     }

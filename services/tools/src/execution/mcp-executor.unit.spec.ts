@@ -197,6 +197,20 @@ describe('MCP sessions kept between calls', () => {
       timeoutMs: 200,
     });
     expect(timedOut).toMatchObject({ ok: false, error: { code: 'mcp_timeout' } });
+    const controller = new AbortController();
+    const cancelled = mcp.call({
+      tenantId: 't1',
+      url: server.url,
+      tool: 'slow',
+      args: { ms: 5_000 },
+      toolCallId: 'tc-cancelled',
+      timeoutMs: 5_000,
+      signal: controller.signal,
+    });
+    await eventually(() => expect(server.calls).toHaveLength(2));
+    controller.abort('turn-cancelled');
+    await expect(cancelled).rejects.toBeInstanceOf(ToolCallCancelledError);
+    await eventually(() => expect(server.calls[1]?.cancelled).toBe(true));
     expect(await callOn(mcp)).toMatchObject({ ok: true });
     expect(sessionsSeen(server)).toHaveLength(1);
     await eventually(() => expect(mcp.keptSessions).toBe(0));

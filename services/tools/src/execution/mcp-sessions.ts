@@ -142,9 +142,10 @@ export class McpSessionPool<Target extends McpSessionTarget = McpSessionTarget> 
   async acquire(target: Target): Promise<McpSessionLease> {
     const key = keyOf(target);
     let entry = this.#entries.get(key);
+    // A stale one is retired; another call may have opened the next one meanwhile.
+    if (entry && (await this.#stale(entry))) entry = this.#entries.get(key);
     let fresh = false;
-    if (entry && (await this.#stale(entry))) entry = undefined;
-    if (!entry) {
+    if (!entry || entry.retired) {
       entry = this.#add(key, target);
       fresh = true;
     }
@@ -153,7 +154,11 @@ export class McpSessionPool<Target extends McpSessionTarget = McpSessionTarget> 
     const lent = entry;
     try {
       const session = await lent.opening;
-      return { session, fresh, release: () => this.#release(lent), discard: () => void this.#retire(lent) };
+      const discard = (): void => {
+        lent.inFlight--;
+        void this.#retire(lent);
+      };
+      return { session, fresh, release: () => this.#release(lent), discard };
     } catch (error) {
       lent.inFlight--;
       void this.#retire(lent);
@@ -190,6 +195,8 @@ export class McpSessionPool<Target extends McpSessionTarget = McpSessionTarget> 
     entry.inFlight--;
     if (entry.retired && entry.inFlight === 0) void this.#closeOnce(entry);
     if (entry.retired || entry.inFlight > 0) return;
+    // Replaced meanwhile (two calls found it stale at once): not kept twice.
+    if (this.#entries.get(entry.key) !== entry) return void this.#retire(entry);
     // Most recently used last: the capacity check closes the first idle one.
     this.#entries.delete(entry.key);
     this.#entries.set(entry.key, entry);
