@@ -109,7 +109,7 @@ export interface BenchPlatform {
 }
 
 /**
- * Starts agent, tools and gateway on a fresh database and stream, then (over HTTP, as a tenant
+ * Starts `agents` agent processes, tools, pricing, audit and the gateway on a fresh database and stream, then (over HTTP, as a tenant
  * backend would) creates a tenant, its admin and editor keys, the provider pointing at the fake
  * and an agent `bench` on `openai:gpt-4o-mini`.
  */
@@ -117,6 +117,7 @@ export async function startBenchPlatform(
   infra: BenchInfra,
   fakeUrl: string,
   agentConcurrency: number,
+  agents = 1,
 ): Promise<BenchPlatform> {
   const operatorKey = `op_${freshName('bench')}`;
   const env: Record<string, string> = {
@@ -135,14 +136,15 @@ export async function startBenchPlatform(
     KEEL_RATE_LIMIT_RPM: '10000000',
     KEEL_RATE_LIMIT_BUCKET: freshName('bench_rl'),
   };
-  const [agentPort, port, grpcPort, toolsPort, pricingPort, auditPort] = [
-    await freePort(),
+  const [port, grpcPort, toolsPort, pricingPort, auditPort] = [
     await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
   ];
+  const agentPorts: number[] = [];
+  for (let i = 0; i < agents; i++) agentPorts.push(await freePort());
   // Every model step is priced over gRPC: without a pricing service each one waits out its retries.
   env.PRICING_GRPC_URL = `127.0.0.1:${pricingPort}`;
   env.AUDIT_GRPC_URL = `127.0.0.1:${auditPort}`;
@@ -153,17 +155,19 @@ export async function startBenchPlatform(
   try {
     started.push(
       ...(await Promise.all([
-        startService(
-          'agent',
-          'services/agent/src/main.ts',
-          {
-            ...env,
-            GRPC_PORT: String(agentPort),
-            KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
-          },
-          undefined,
-          // BENCH_GATEWAY_CPU_PROFILE profiles the agent too, over its inspector.
-          process.env.BENCH_GATEWAY_CPU_PROFILE ? ['--inspect=127.0.0.1:0'] : [],
+        ...agentPorts.map((agentPort, i) =>
+          startService(
+            agents === 1 ? 'agent' : `agent${i + 1}`,
+            'services/agent/src/main.ts',
+            {
+              ...env,
+              GRPC_PORT: String(agentPort),
+              KEEL_AGENT_CONCURRENCY: String(agentConcurrency),
+            },
+            undefined,
+            // BENCH_GATEWAY_CPU_PROFILE profiles the agents too, over their inspectors.
+            process.env.BENCH_GATEWAY_CPU_PROFILE ? ['--inspect=127.0.0.1:0'] : [],
+          ),
         ),
         startService('tools', 'services/tools/src/main.ts', { ...env, GRPC_PORT: String(toolsPort) }),
         startService('pricing', 'services/pricing/src/main.ts', { ...env, GRPC_PORT: String(pricingPort) }),
@@ -176,7 +180,8 @@ export async function startBenchPlatform(
             PORT: String(port),
             HOST: '127.0.0.1',
             GRPC_PORT: String(grpcPort),
-            AGENT_GRPC_URL: `127.0.0.1:${agentPort}`,
+            // More than one agent: the gateway balances its calls over the list (round robin).
+            AGENT_GRPC_URL: agentPorts.map((agentPort) => `127.0.0.1:${agentPort}`).join(','),
           },
           undefined,
           // The inspector answers heapUsedAfterGc (the gateway's own heap per open stream).

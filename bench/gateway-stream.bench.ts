@@ -12,7 +12,8 @@
  * where the first tokens wait (acceptance, then the turn's start) and where the CPU goes.
  *
  * Switches: BENCH_GATEWAY_ROUNDS (overhead rounds, 30), BENCH_GATEWAY_STREAMS (500),
- * BENCH_GATEWAY_ONLY=load (the streams alone), BENCH_GATEWAY_LOAD=dev (one process, store in
+ * BENCH_GATEWAY_ONLY=load (the streams alone), BENCH_GATEWAY_AGENTS (agent processes behind the
+ * gateway for the load, 1), BENCH_GATEWAY_LOAD=dev (one process, store in
  * memory), BENCH_GATEWAY_BUDGET_USD (a tenant budget: every turn reserves), BENCH_GATEWAY_CPU_PROFILE
  * (a path: the gateway's and the agent's CPU profiles during the load).
  */
@@ -64,6 +65,8 @@ const LOAD_TIMEOUT_MS = 120_000;
  * in memory (what this row measured while FerretDB ran on SQLite, which stalls at that load).
  */
 const LOAD_ON = process.env.BENCH_GATEWAY_LOAD === 'dev' ? 'dev' : 'services';
+/** Agent processes behind the gateway for the load (`BENCH_GATEWAY_AGENTS`, default 1; `services` only). */
+const LOAD_AGENTS = Math.max(1, Number(process.env.BENCH_GATEWAY_AGENTS ?? 1) || 1);
 /** `BENCH_GATEWAY_ONLY=load`: the 500 streams alone, without the overhead rounds (their rows stay empty). */
 const LOAD_ONLY = process.env.BENCH_GATEWAY_ONLY === 'load';
 const RESULTS = fileURLToPath(new URL('./results/gateway-stream.md', import.meta.url));
@@ -574,7 +577,7 @@ async function run(infra: BenchInfra): Promise<BenchReport> {
     const loadPlatform =
       LOAD_ON === 'dev'
         ? startDevPlatform(infra, fake.url, STREAMS)
-        : startBenchPlatform(infra, fake.url, STREAMS);
+        : startBenchPlatform(infra, fake.url, STREAMS, LOAD_AGENTS);
     const load = await withPlatform(loadPlatform, infra, (platform, tap) =>
       measureLoad(platform, infra, fake, tap),
     );
@@ -666,7 +669,7 @@ function reportOf(overhead: OverheadFigures, load: LoadFigures, infra: BenchInfr
       `Gateway, agent, tools, pricing and audit as separate processes; the fake OpenAI server streams ${TOKENS} tokens of ${TOKEN_CHARS} characters, ${TOKEN_MS} ms apart; raw = the same fake read directly in this process, interleaved, ${ROUNDS} turns each after ${WARMUP} warm-up rounds.`,
       LOAD_ON === 'dev'
         ? `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart; \`npm start\`'s one process (gateway, agent, tools, audit, pricing) with the store in memory and the bus on NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the whole process's, an upper bound of the gateway's).`
-        : `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart), gateway, agent, tools, pricing and audit as separate processes on the run's store (${infra.mongoBackend}) and NATS, the agent allowing ${STREAMS} model steps at once; the RSS is the gateway process's own.`,
+        : `Load: ${STREAMS} turns streamed at once through one gateway (${LOAD_TOKENS} tokens, ${LOAD_TOKEN_MS} ms apart), gateway, ${LOAD_AGENTS === 1 ? 'agent' : `${LOAD_AGENTS} agents (the gateway's calls balanced over them)`}, tools, pricing and audit as separate processes on the run's store (${infra.mongoBackend}) and NATS, ${LOAD_AGENTS === 1 ? 'the agent' : 'each agent'} allowing ${STREAMS} model steps at once; the RSS is the gateway process's own.`,
       process.env.BENCH_GATEWAY_BUDGET_USD
         ? `The tenant has a monthly budget of ${process.env.BENCH_GATEWAY_BUDGET_USD} USD (BENCH_GATEWAY_BUDGET_USD): every turn is admitted by a reservation on its month's budget stream.`
         : 'The tenant has no budget (admission reserves nothing; each ended turn is still settled on its month).',
